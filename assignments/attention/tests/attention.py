@@ -1,0 +1,64 @@
+"""Question attention: scaled dot-product attention, softmax(q k^T / sqrt(d_k)) v."""
+from otter.test_files import test_case
+
+from autograder.cases import Question, randn, snapshot, tensor
+from autograder.checks import rows_sum_to_one
+
+OK_FORMAT = False
+
+name = "attention"
+points = 6
+
+q = Question(name, forbidden=["torch.nn.functional.scaled_dot_product_attention",
+                              "torch.nn.functional.multi_head_attention_forward",
+                              "aten._scaled_dot_product_flash_attention_for_cpu",
+                              "aten._scaled_dot_product_attention_math",
+                              "aten._native_multi_head_attention"])
+weights_sum = rows_sum_to_one(item=1)
+
+
+@test_case(name="lesson: three tokens, Q = K = V = X", points=1, hidden=False)
+def lesson_three_tokens(scaled_dot_product_attention):
+    """The lesson's worked example: weights [[0.401, 0.198, 0.401], ...], output [[0.802, 0.599], ...]."""
+    x = tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]], dtype="float64")
+    q.check("scaled_dot_product_attention", scaled_dot_product_attention, x, x, x,
+            expected=snapshot("lesson_three_tokens"), props=[weights_sum])
+
+
+@test_case(name="lesson: red, block, box", points=1, hidden=False)
+def lesson_red_block_box(scaled_dot_product_attention):
+    """Four-number token vectors; the weights' first row is [0.51, 0.31, 0.19]."""
+    x = tensor([[1.0, 0.0, 0.0, 1.0], [1.0, 1.0, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0]])
+    q.check("scaled_dot_product_attention", scaled_dot_product_attention, x, x, x,
+            expected=snapshot("lesson_red_block_box"), props=[weights_sum])
+
+
+@test_case(name="batch and heads, d_k != T", points=1, hidden=True)
+def batch_heads(scaled_dot_product_attention):
+    qs, ks, vs = (randn(2, 3, 4, 5, seed=s) for s in (201, 202, 203))
+    q.check("scaled_dot_product_attention", scaled_dot_product_attention, qs, ks, vs,
+            props=[weights_sum], seed=4)
+
+
+@test_case(name="Tq != Tk and d_v != d_k, float64", points=1, hidden=True)
+def cross_shapes(scaled_dot_product_attention):
+    qs = randn(2, 3, 8, seed=204, dtype="float64")
+    ks = randn(2, 6, 8, seed=205, dtype="float64")
+    vs = randn(2, 6, 5, seed=206, dtype="float64")
+    q.check("scaled_dot_product_attention", scaled_dot_product_attention, qs, ks, vs,
+            props=[weights_sum], seed=5)
+
+
+@test_case(name="larger d_k, where the scale matters", points=1, hidden=True)
+def wide_keys(scaled_dot_product_attention):
+    qs, ks, vs = (randn(4, 6, 64, seed=s) for s in (207, 208, 209))
+    q.check("scaled_dot_product_attention", scaled_dot_product_attention, qs, ks, vs,
+            props=[weights_sum], seed=6)
+
+
+@test_case(name="large scores", points=1, hidden=True)
+def large_scores(scaled_dot_product_attention):
+    qs, ks = randn(2, 5, 4, seed=210, scale=60.0), randn(2, 5, 4, seed=211, scale=60.0)
+    vs = randn(2, 5, 3, seed=212)
+    q.check("scaled_dot_product_attention", scaled_dot_product_attention, qs, ks, vs,
+            props=[weights_sum], seed=7, large_inputs=True)

@@ -1,0 +1,57 @@
+"""Question block: layer normalisation and a post-norm transformer block."""
+from otter.test_files import test_case
+
+from autograder.cases import Question, block_params, future_mask, randn, snapshot, tensor
+
+OK_FORMAT = False
+
+name = "block"
+points = 6
+
+q = Question(name, forbidden=["torch.nn.functional.layer_norm", "torch.layer_norm",
+                              "torch.nn.LayerNorm", "aten.native_layer_norm"],
+             tolerance={"float32": (2e-4, 2e-5)})
+
+
+@test_case(name="layer_norm of a small batch", points=1, hidden=False)
+def layer_norm_small(layer_norm):
+    """Two rows normalised to mean 0 and variance 1, then scaled and shifted."""
+    x = tensor([[1.0, 2.0, 3.0, 4.0], [2.0, -2.0, 0.5, 8.0]])
+    gamma, beta = tensor([1.0, 0.5, 2.0, 1.0]), tensor([0.0, 0.1, -0.2, 0.3])
+    q.check("layer_norm", layer_norm, x, gamma, beta, expected=snapshot("layer_norm_small"))
+
+
+@test_case(name="block: 3 tokens, d_model 8, 2 heads", points=1, hidden=False)
+def block_small(transformer_block):
+    """A post-norm block keeps the shape (3, 8)."""
+    x = randn(3, 8, seed=600)
+    q.check("transformer_block", transformer_block, x, block_params(8, 16, seed=601), 2,
+            expected=snapshot("block_small"))
+
+
+@test_case(name="layer_norm, float64 with batch dimensions", points=1, hidden=True)
+def layer_norm_batched(layer_norm):
+    x = randn(2, 3, 6, seed=602, dtype="float64", scale=3.0, shift=1.0)
+    gamma = randn(6, seed=603, dtype="float64", shift=1.0)
+    beta = randn(6, seed=604, dtype="float64")
+    q.check("layer_norm", layer_norm, x, gamma, beta, seed=19)
+
+
+@test_case(name="layer_norm with a near-constant row and custom eps", points=1, hidden=True)
+def layer_norm_eps(layer_norm):
+    x = randn(3, 5, seed=605, scale=1e-3)
+    gamma, beta = randn(5, seed=606, shift=1.0), randn(5, seed=607)
+    q.check("layer_norm", layer_norm, x, gamma, beta, eps=1e-3, seed=20)
+
+
+@test_case(name="block with a causal mask, batch, float64", points=1, hidden=True)
+def block_masked(transformer_block):
+    x = randn(2, 5, 8, seed=608, dtype="float64")
+    q.check("transformer_block", transformer_block, x,
+            block_params(8, 32, seed=609, dtype="float64"), 4, mask=future_mask(5), seed=21)
+
+
+@test_case(name="block with small d_model and one head", points=1, hidden=True)
+def block_small_model(transformer_block):
+    x = randn(4, 4, seed=610, scale=2.0)
+    q.check("transformer_block", transformer_block, x, block_params(4, 8, seed=611), 1, seed=22)

@@ -1,0 +1,72 @@
+"""Question multi_head: multi-head self- and cross-attention with output projection."""
+import numpy as np
+import torch
+from otter.test_files import test_case
+
+from autograder.cases import Question, attention_params, future_mask, randn, snapshot
+
+OK_FORMAT = False
+
+name = "multi_head"
+points = 6
+
+q = Question(name, forbidden=["torch.nn.functional.scaled_dot_product_attention",
+                              "torch.nn.functional.multi_head_attention_forward",
+                              "torch.nn.MultiheadAttention",
+                              "aten._scaled_dot_product_flash_attention_for_cpu",
+                              "aten._scaled_dot_product_attention_math",
+                              "aten._native_multi_head_attention"])
+
+
+def lesson_inputs():
+    """The lesson's numbers: rng = default_rng(0); X8, Wq, Wk, Wv drawn in order (then Wo)."""
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(3, 8))
+    ws = [rng.normal(size=(8, 8)) for _ in range(4)]
+    params = dict(zip(["w_q", "w_k", "w_v", "w_o"], (torch.from_numpy(w) for w in ws)))
+    return torch.from_numpy(x), params
+
+
+@test_case(name="lesson: 3 tokens, d_model 8, 2 heads", points=1, hidden=False)
+def lesson_two_heads(multi_head_attention):
+    """The lesson's example with an output projection: the result is (3, 8) like x."""
+    x, params = lesson_inputs()
+    q.check("multi_head_attention", multi_head_attention, x, params, 2,
+            expected=snapshot("lesson_two_heads"))
+
+
+@test_case(name="lesson example with a causal mask", points=1, hidden=False)
+def lesson_causal(multi_head_attention):
+    x, params = lesson_inputs()
+    q.check("multi_head_attention", multi_head_attention, x, params, 2, mask=future_mask(3),
+            expected=snapshot("lesson_causal"))
+
+
+@test_case(name="batch, 4 heads of size 2, causal mask, float64", points=1, hidden=True)
+def small_heads(multi_head_attention):
+    x = randn(2, 5, 8, seed=501, dtype="float64")
+    q.check("multi_head_attention", multi_head_attention, x,
+            attention_params(8, seed=502, dtype="float64"), 4, mask=future_mask(5), seed=15)
+
+
+@test_case(name="cross-attention from a longer context", points=1, hidden=True)
+def cross_attention(multi_head_attention):
+    x, context = randn(2, 3, 12, seed=503), randn(2, 7, 12, seed=504)
+    q.check("multi_head_attention", multi_head_attention, x, attention_params(12, seed=505), 3,
+            context=context, seed=16)
+
+
+@test_case(name="a single head", points=1, hidden=True)
+def one_head(multi_head_attention):
+    q.check("multi_head_attention", multi_head_attention, randn(4, 6, seed=506),
+            attention_params(6, seed=507), 1, seed=17)
+
+
+@test_case(name="many heads with a padding mask, float64", points=1, hidden=True)
+def many_heads(multi_head_attention):
+    x = randn(3, 4, 16, seed=508, dtype="float64")
+    mask = torch.zeros(3, 1, 1, 4, dtype=torch.bool)
+    mask[0, ..., 3] = True
+    mask[2, ..., 2:] = True
+    q.check("multi_head_attention", multi_head_attention, x,
+            attention_params(16, seed=509, dtype="float64"), 8, mask=mask, seed=18)

@@ -1,0 +1,57 @@
+"""Question softmax: a numerically stable softmax along any dimension."""
+from otter.test_files import test_case
+
+from autograder.cases import Question, randn, snapshot, tensor
+from autograder.checks import rows_sum_to_one
+
+OK_FORMAT = False
+
+name = "softmax"
+points = 6
+
+q = Question(name, forbidden=["torch.softmax", "torch.nn.functional.softmax",
+                              "torch.Tensor.softmax", "torch.special.softmax",
+                              "aten._softmax", "aten._safe_softmax"])
+
+
+@test_case(name="lesson: softmax([1, 2, 3])", points=1, hidden=False)
+def lesson_small(softmax):
+    """The lesson's soft blend: [0.09, 0.245, 0.665]."""
+    q.check("softmax", softmax, tensor([1.0, 2.0, 3.0]), expected=snapshot("lesson_small"),
+            props=[rows_sum_to_one(name="probabilities")])
+
+
+@test_case(name="lesson: softmax([10, 20, 30])", points=1, hidden=False)
+def lesson_large(softmax):
+    """The lesson's hard choice: [0, 0, 1] to three decimals."""
+    q.check("softmax", softmax, tensor([10.0, 20.0, 30.0]), expected=snapshot("lesson_large"),
+            props=[rows_sum_to_one(name="probabilities")])
+
+
+@test_case(name="rows of a score table", points=1, hidden=False)
+def score_rows(softmax):
+    """Each row of a (3, 3) table becomes weights summing to 1 (the lesson's scores)."""
+    scores = tensor([[0.707, 0.0, 0.707], [0.0, 0.707, 0.707], [0.707, 0.707, 1.414]])
+    q.check("softmax", softmax, scores, expected=snapshot("score_rows"),
+            props=[rows_sum_to_one(name="probabilities")])
+
+
+@test_case(name="float64 with batch dimensions", points=1, hidden=True)
+def batched_float64(softmax):
+    q.check("softmax", softmax, randn(2, 3, 4, 5, seed=101, dtype="float64"),
+            props=[rows_sum_to_one(name="probabilities")], seed=1)
+
+
+@test_case(name="along another dimension (dim=1)", points=1, hidden=True)
+def other_dim(softmax):
+    q.check("softmax", softmax, randn(3, 4, 5, seed=102), dim=1,
+            props=[rows_sum_to_one(dim=1, name="probabilities")], seed=2)
+
+
+@test_case(name="large logits, rows of different scales", points=1, hidden=True)
+def large_logits(softmax):
+    x = randn(2, 4, 6, seed=103, scale=50.0)
+    x[0] += 1e4
+    x[1] -= 1e4
+    q.check("softmax", softmax, x, props=[rows_sum_to_one(name="probabilities")], seed=3,
+            large_inputs=True)

@@ -1,0 +1,44 @@
+"""Question split_heads: splitting the model dimension into heads, and merging them back."""
+from otter.test_files import test_case
+
+from autograder.cases import Question, randn, snapshot, tensor
+
+OK_FORMAT = False
+
+name = "split_heads"
+points = 5
+
+q = Question(name)
+
+
+@test_case(name="lesson: 6 tokens, d_model 512, 8 heads round trip", points=1, hidden=False)
+def lesson_round_trip(split_heads, merge_heads):
+    """split_heads gives one (6, 64) slice per head; merge_heads gives back x exactly."""
+    x = randn(6, 512, seed=0, dtype="float64")
+    q.check("split_heads", split_heads, x, 8, expected=snapshot("lesson_split"), grad=False)
+    q.check_roundtrip("split_heads", split_heads, "merge_heads", merge_heads, x, 8)
+
+
+@test_case(name="which features each head holds", points=1, hidden=False)
+def small_split(split_heads):
+    """x = arange(8) as 2 tokens of 4 features, 2 heads: head 0 holds features 0:2."""
+    x = tensor([[0.0, 1.0, 2.0, 3.0], [4.0, 5.0, 6.0, 7.0]])
+    q.check("split_heads", split_heads, x, 2, expected=snapshot("small_split"))
+
+
+@test_case(name="split with batch dimensions, gradient", points=1, hidden=True)
+def batched_split(split_heads):
+    q.check("split_heads", split_heads, randn(2, 5, 12, seed=401), 3, seed=11)
+
+
+@test_case(name="merge with batch dimensions, float64", points=1, hidden=True)
+def batched_merge(merge_heads):
+    q.check("merge_heads", merge_heads, randn(2, 4, 3, 5, seed=402, dtype="float64"), seed=12)
+
+
+@test_case(name="one head, and one feature per head", points=1, hidden=True)
+def edge_heads(split_heads, merge_heads):
+    x = randn(3, 6, seed=403)
+    q.check("split_heads", split_heads, x, 1, seed=13)
+    q.check("split_heads", split_heads, x, 6, seed=14)
+    q.check_roundtrip("split_heads", split_heads, "merge_heads", merge_heads, x, 6)

@@ -1,0 +1,152 @@
+"""Assignments as data: `assignments/<name>/assignment.toml`, its question files and its API.
+
+The student-facing API (function names and parameters) is read from the student template with
+`ast`, so the template is the single source of truth and nothing here executes it.
+"""
+from __future__ import annotations
+
+import ast
+import functools
+import importlib.util
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+
+from .limits import Limits
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+ASSIGNMENTS_DIR = PROJECT_ROOT / "assignments"
+
+
+class AssignmentError(Exception):
+    """An assignment that cannot be found or is malformed (an instructor's problem)."""
+
+
+@dataclass
+class Signature:
+    name: str
+    params: list[str]
+    defaults: dict[str, str]
+
+    def render(self) -> str:
+        parts = [f"{p}={self.defaults[p]}" if p in self.defaults else p for p in self.params]
+        return f"{self.name}({', '.join(parts)})"
+
+
+@dataclass
+class QuestionInfo:
+    id: str
+    functions: list[str]
+    test_file: Path
+
+
+@dataclass
+class Assignment:
+    name: str
+    title: str
+    root: Path
+    student_file: str
+    template: Path
+    reference_path: Path | None
+    questions: list[QuestionInfo]
+    api: dict[str, Signature]
+    limits: Limits
+    config: dict = field(default_factory=dict)
+
+    @property
+    def snapshot_dir(self) -> Path:
+        return self.root / "snapshots"
+
+    def question(self, qid: str) -> QuestionInfo:
+        for q in self.questions:
+            if q.id == qid:
+                return q
+        raise AssignmentError(f"assignment {self.name} has no question {qid!r}")
+
+    def question_of(self, function: str) -> str | None:
+        for q in self.questions:
+            if function in q.functions:
+                return q.id
+        return None
+
+    def load_reference(self) -> ModuleType:
+        return _load_reference(str(self.reference_path))
+
+
+@functools.lru_cache(maxsize=None)
+def _load_reference(path: str) -> ModuleType:
+    if not path or not Path(path).is_file():
+        raise AssignmentError("the hidden reference implementation is not available here")
+    spec = importlib.util.spec_from_file_location(f"_reference_{Path(path).stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def parse_api(source: str) -> dict[str, Signature]:
+    """Top-level functions of a template: names, parameter names and default values."""
+    api = {}
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.FunctionDef) and not node.name.startswith("_"):
+            args = node.args.posonlyargs + node.args.args
+            defaults = {}
+            for a, d in zip(args[len(args) - len(node.args.defaults):], node.args.defaults):
+                defaults[a.arg] = ast.unparse(d)
+            api[node.name] = Signature(node.name, [a.arg for a in args], defaults)
+    return api
+
+
+def find_assignment_root(name_or_path: str | Path) -> Path:
+    p = Path(name_or_path)
+    if (p / "assignment.toml").is_file():
+        return p.resolve()
+    candidate = ASSIGNMENTS_DIR / str(name_or_path)
+    if (candidate / "assignment.toml").is_file():
+        return candidate
+    known = sorted(d.name for d in ASSIGNMENTS_DIR.iterdir() if (d / "assignment.toml").is_file()) \
+        if ASSIGNMENTS_DIR.is_dir() else []
+    raise AssignmentError(f"no assignment {str(name_or_path)!r}; known: {', '.join(known) or 'none'}")
+
+
+@functools.lru_cache(maxsize=None)
+def load_assignment(name_or_path: str | Path) -> Assignment:
+    root = find_assignment_root(name_or_path)
+    try:
+        config = tomllib.loads((root / "assignment.toml").read_text())
+    except tomllib.TOMLDecodeError as e:
+        raise AssignmentError(f"{root / 'assignment.toml'}: {e}") from e
+    base = root.parent.parent
+    template = _resolve(root, base, config["template"])
+    ref = config.get("reference")
+    reference_path = _resolve(root, base, ref) if ref else None
+    questions = []
+    for q in config["question"]:
+        test_file = root / "tests" / f"{q['id']}.py"
+        if not test_file.is_file():
+            raise AssignmentError(f"question file missing: {test_file}")
+        questions.append(QuestionInfo(q["id"], list(q.get("functions", [])), test_file))
+    return Assignment(
+        name=config["name"], title=config.get("title", config["name"]), root=root,
+        student_file=config["student_file"], template=template,
+        reference_path=reference_path if reference_path and reference_path.exists() else None,
+        questions=questions, api=parse_api(template.read_text()),
+        limits=Limits.from_config(config.get("limits", {})), config=config,
+    )
+
+
+def _resolve(root: Path, base: Path, rel: str) -> Path:
+    """Paths in assignment.toml are relative to the assignment folder, else to the project."""
+    for b in (root, base):
+        p = (b / rel).resolve()
+        if p.exists():
+            return p
+    return (base / rel).resolve()
+
+
+def assignment_for_test_file(test_file: str) -> Assignment | None:
+    """The assignment a question file belongs to (its folder's parent holds assignment.toml)."""
+    root = Path(test_file).resolve().parent.parent
+    if (root / "assignment.toml").is_file():
+        return load_assignment(root)
+    return None

@@ -1,0 +1,394 @@
+"""What question files use: inputs, expected values, and `Question.check`.
+
+A question file is an otter exception-based test file. Each `@test_case` receives the student's
+functions (otter looks them up by parameter name) and calls `Question.check`. Those functions are
+either real functions (otter's in-process tools, `autograder check`) or `RemoteFunction` stand-ins
+that forward each call to a sandboxed worker (`autograder grade`); `check` works the same way with
+both and raises `CheckFailed` with student-readable problems when the case fails.
+
+Expected values come from the live hidden reference (hidden cases) or from a snapshot recorded
+from it by `autograder snapshot` (public cases, so that students need no reference code).
+"""
+from __future__ import annotations
+
+import json
+import math
+import sys
+import threading
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import torch
+
+from . import checks
+from .assignment import Assignment, AssignmentError, assignment_for_test_file
+from .checks import CheckFailed, Labels, Problem
+from .execute import iter_leaves, run_call
+from .protocol import roundtrip_outcome
+from .wire import decode, encode
+
+# Set by the grader around a run; otter's tools leave the defaults.
+_state = threading.local()
+
+
+def _ctx() -> dict:
+    if not hasattr(_state, "ctx"):
+        _state.ctx = {"record": None, "use_reference": True}
+    return _state.ctx
+
+
+class recording:
+    """Context manager for `autograder snapshot`: public cases store the reference's outcome."""
+
+    def __init__(self, store: dict):
+        self.store = store
+
+    def __enter__(self):
+        _ctx()["record"] = self.store
+        return self.store
+
+    def __exit__(self, *exc):
+        _ctx()["record"] = None
+
+
+class GraderError(Exception):
+    """A problem of the grader or the assignment, never the student's fault."""
+
+
+# ------------------------------------------------------------------ inputs
+
+def _dtype(name: str | torch.dtype) -> torch.dtype:
+    return name if isinstance(name, torch.dtype) else getattr(torch, name)
+
+
+def tensor(data, dtype: str = "float32") -> torch.Tensor:
+    """A literal tensor, e.g. `tensor([1.0, 2.0, 3.0])`."""
+    return torch.tensor(data, dtype=_dtype(dtype))
+
+
+def randn(*shape: int, seed: int, dtype: str = "float32", scale: float = 1.0,
+          shift: float = 0.0) -> torch.Tensor:
+    """Seeded normal values (generated in this process: the student cannot influence them)."""
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(*shape, generator=g, dtype=torch.float64) * scale + shift).to(_dtype(dtype))
+
+
+def random_mask(*shape: int, seed: int, p: float = 0.3) -> torch.Tensor:
+    """A seeded bool mask (True = blocked) that never blocks a whole row."""
+    g = torch.Generator().manual_seed(seed)
+    m = torch.rand(*shape, generator=g) < p
+    m[..., 0] = False
+    return m
+
+
+def future_mask(T: int) -> torch.Tensor:
+    """The causal mask, built here so other questions never depend on the student's."""
+    return torch.ones(T, T, dtype=torch.bool).triu(1)
+
+
+def attention_params(d_model: int, *, seed: int, dtype: str = "float32") -> dict:
+    names = ["w_q", "w_k", "w_v", "w_o"]
+    return {n: randn(d_model, d_model, seed=seed + i, dtype=dtype, scale=d_model ** -0.5)
+            for i, n in enumerate(names)}
+
+
+def block_params(d_model: int, d_ff: int, *, seed: int, dtype: str = "float32") -> dict:
+    p = attention_params(d_model, seed=seed, dtype=dtype)
+    p.update(
+        ln1_gamma=randn(d_model, seed=seed + 10, dtype=dtype, scale=0.2, shift=1.0),
+        ln1_beta=randn(d_model, seed=seed + 11, dtype=dtype, scale=0.2),
+        w1=randn(d_model, d_ff, seed=seed + 12, dtype=dtype, scale=d_model ** -0.5),
+        b1=randn(d_ff, seed=seed + 13, dtype=dtype, scale=0.1),
+        w2=randn(d_ff, d_model, seed=seed + 14, dtype=dtype, scale=d_ff ** -0.5),
+        b2=randn(d_model, seed=seed + 15, dtype=dtype, scale=0.1),
+        ln2_gamma=randn(d_model, seed=seed + 16, dtype=dtype, scale=0.2, shift=1.0),
+        ln2_beta=randn(d_model, seed=seed + 17, dtype=dtype, scale=0.2),
+    )
+    return p
+
+
+def upstream_for(output: Any, seed: int) -> Any:
+    """A seeded random gradient shaped like each floating-point tensor of `output`."""
+    g = torch.Generator().manual_seed(seed)
+
+    def make(value):
+        if isinstance(value, torch.Tensor):
+            if not value.is_floating_point():
+                return None
+            return torch.randn(value.shape, generator=g, dtype=torch.float64).to(value.dtype)
+        if isinstance(value, tuple):
+            return tuple(make(v) for v in value)
+        if isinstance(value, list):
+            return [make(v) for v in value]
+        return None
+
+    return make(output)
+
+
+# ------------------------------------------------------------------ expected outcomes
+
+class snapshot:
+    """Expected values recorded from the reference into `snapshots/<question>.json`."""
+
+    def __init__(self, key: str):
+        self.key = key
+
+
+def _reference_outcome(assignment: Assignment, fn_name: str, args, kwargs, seed: int,
+                       want_grad: bool) -> dict:
+    try:
+        ref = getattr(assignment.load_reference(), fn_name)
+    except (AssignmentError, AttributeError) as e:
+        raise GraderError(f"reference for {fn_name} unavailable: {e}") from e
+    first = run_call(ref, args, kwargs)
+    if first["status"] != "ok":
+        raise GraderError(f"the reference {fn_name} failed: {first['error']}")
+    upstream = upstream_for(first["output"], seed) if want_grad else None
+    full = run_call(ref, args, kwargs, upstream=upstream, want_grad=want_grad)
+    out = roundtrip_outcome(full)
+    out["upstream"] = upstream
+    return out
+
+
+def _snapshot_path(assignment: Assignment, question: str) -> Path:
+    return assignment.snapshot_dir / f"{question}.json"
+
+
+_snapshot_cache: dict[str, dict] = {}
+
+
+def _load_snapshot(path: Path) -> dict:
+    key = str(path)
+    if key not in _snapshot_cache:
+        if not path.is_file():
+            raise GraderError(f"snapshot file {path.name} is missing: run `autograder snapshot`")
+        _snapshot_cache[key] = json.loads(path.read_text())
+    return _snapshot_cache[key]
+
+
+def _same_inputs(a: Any, b: Any) -> bool:
+    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
+        return (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)
+                and a.dtype == b.dtype and a.shape == b.shape and bool(torch.equal(a, b)))
+    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
+        return len(a) == len(b) and all(_same_inputs(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same_inputs(a[k], b[k]) for k in a)
+    return a == b
+
+
+def _snapshot_outcome(assignment: Assignment, question: str, key: str, fn_name: str, args,
+                      kwargs, seed: int, want_grad: bool) -> dict:
+    store = _ctx()["record"]
+    if store is not None:
+        exp = _reference_outcome(assignment, fn_name, args, kwargs, seed, want_grad)
+        store.setdefault(question, {})[key] = {
+            "function": fn_name,
+            "inputs": encode((tuple(args), dict(kwargs)), None),
+            "upstream": encode(exp["upstream"], None),
+            "output": encode(exp["output"], None),
+            "grads": None if exp["grads"] is None else
+            {k: encode(v, None) for k, v in exp["grads"].items()},
+        }
+        return exp
+    data = _load_snapshot(_snapshot_path(assignment, question)).get(key)
+    if data is None:
+        raise GraderError(f"snapshot {question}/{key} is missing: run `autograder snapshot`")
+    if data["function"] != fn_name or not _same_inputs(
+            decode(data["inputs"], None), (tuple(args), dict(kwargs))):
+        raise GraderError(f"snapshot {question}/{key} is stale: run `autograder snapshot`")
+    grads = data.get("grads")
+    return {
+        "status": "ok", "output": decode(data["output"], None),
+        "upstream": decode(data["upstream"], None),
+        "grads": None if grads is None else {k: decode(v, None) for k, v in grads.items()},
+        "grad_error": None, "mutated": [], "forbidden": [], "called": [], "error": None,
+    }
+
+
+# ------------------------------------------------------------------ the question
+
+class Question:
+    """One question of an assignment: its forbidden library calls, tolerances, and `check`."""
+
+    def __init__(self, name: str, *, forbidden: Sequence[str] = (),
+                 tolerance: dict | None = None, assignment: Assignment | None = None):
+        self.name = name
+        self.forbidden = list(forbidden)
+        self.tolerance = tolerance or {}
+        # otter executes question files with `compile(source, path)`: the caller's code object
+        # knows the file even where `__file__` is not set.
+        self._file = sys._getframe(1).f_code.co_filename
+        self._assignment = assignment
+
+    @property
+    def assignment(self) -> Assignment:
+        if self._assignment is None:
+            self._assignment = assignment_for_test_file(self._file)
+            if self._assignment is None:
+                raise GraderError(f"cannot find the assignment of {self._file}")
+        return self._assignment
+
+    def _labels(self, fn_name: str) -> Labels:
+        sig = self.assignment.api.get(fn_name)
+        return Labels(fn_name, sig.params if sig else [])
+
+    # -- calling the student's function, wherever it lives
+    def _student_outcome(self, fn_name: str, student: Any, args, kwargs, upstream,
+                         want_grad: bool) -> dict:
+        if student is None:
+            raise CheckFailed([Problem(
+                "missing", f"`{fn_name}` is not defined in your file: define it with the "
+                           f"signature {self._signature(fn_name)}")], status="error")
+        remote = getattr(student, "__remote_outcome__", None)
+        if remote is not None:
+            return remote(args, kwargs, upstream=upstream, want_grad=want_grad,
+                          forbidden=self.forbidden, question=self.name)
+        if not callable(student):
+            kind = getattr(student, "type_name", type(student).__name__)
+            raise CheckFailed([Problem(
+                "missing", f"`{fn_name}` in your file is a {kind}, not a function")],
+                status="error")
+        outcome = run_call(student, args, kwargs, upstream=upstream, want_grad=want_grad,
+                           forbidden=self.forbidden, api=list(self.assignment.api))
+        return roundtrip_outcome(outcome)
+
+    def _signature(self, fn_name: str) -> str:
+        sig = self.assignment.api.get(fn_name)
+        return sig.render() if sig else f"{fn_name}(...)"
+
+    def call(self, fn_name: str, student: Any, *args, **kwargs) -> Any:
+        """Call the student's function (no gradients) and return its output or raise CheckFailed."""
+        outcome = self._student_outcome(fn_name, student, args, kwargs, None, False)
+        self._raise_for_status(fn_name, outcome)
+        return outcome["output"]
+
+    def check(self, fn_name: str, student: Any, *args, expected: snapshot | None = None,
+              props: Sequence[checks.Property] = (), grad: bool = True, seed: int = 0,
+              large_inputs: bool = False, **kwargs) -> None:
+        """Compare `student(*args, **kwargs)` with the reference on the same inputs.
+
+        Checks the structure, shape, dtype and values of the output, `props`, the gradient of a
+        seeded random upstream gradient with respect to every floating-point input (when
+        `grad`), that no input was changed in place, and that no forbidden call was made.
+        """
+        labels = self._labels(fn_name)
+        if expected is not None:
+            exp = _snapshot_outcome(self.assignment, self.name, expected.key, fn_name, args,
+                                    kwargs, seed, grad)
+        else:
+            exp = _reference_outcome(self.assignment, fn_name, args, kwargs, seed, grad)
+        if student is None and _ctx()["record"] is not None:
+            return
+        got = self._student_outcome(fn_name, student, args, kwargs, exp["upstream"], grad)
+        try:
+            self._raise_for_status(fn_name, got)
+            problems = self._compare(exp, got, labels, props, (args, kwargs), large_inputs)
+            if problems:
+                raise CheckFailed(problems)
+        except CheckFailed as e:
+            e.called = got["called"]  # lets the report blame a failing helper question
+            raise
+
+    def check_roundtrip(self, split_name: str, split: Any, merge_name: str, merge: Any,
+                        x: torch.Tensor, *args) -> None:
+        """`merge(split(x, *args))` gives back exactly `x`."""
+        parts = self.call(split_name, split, x, *args)
+        if not isinstance(parts, torch.Tensor):
+            raise CheckFailed([Problem("type", f"{split_name} should return a tensor, got "
+                                               f"{checks.describe_type(parts)}")])
+        back = self.call(merge_name, merge, parts)
+        what = f"{merge_name}({split_name}(x))"
+        if not isinstance(back, torch.Tensor):
+            raise CheckFailed([Problem("type", f"{what} should be a tensor, got "
+                                               f"{checks.describe_type(back)}")])
+        problems = checks.compare_tensor(x, back, what, tolerance={"float32": (0, 0),
+                                                                     "float64": (0, 0)})
+        if problems:
+            p = problems[0]
+            raise CheckFailed([Problem(p.kind, p.public + f"; {what} must give back x exactly",
+                                       (p.hidden or p.public) + f"; {what} must give back x")])
+
+    # -- judging
+    def _raise_for_status(self, fn_name: str, got: dict) -> None:
+        status, err = got["status"], got.get("error") or {}
+        if got["forbidden"]:
+            names = ", ".join(f"`{n}`" for n in got["forbidden"])
+            raise CheckFailed([Problem(
+                "forbidden", f"{fn_name} called {names}, which this question asks you to "
+                             "write yourself; implement it with basic tensor operations")],
+                status="forbidden")
+        if status == "ok":
+            return
+        where = _where(err)
+        if status == "not_implemented":
+            culprit = err.get("function")
+            if culprit and culprit != fn_name and culprit in self.assignment.api:
+                raise CheckFailed([Problem(
+                    "dependency", f"{fn_name} calls your `{culprit}`, which is not implemented "
+                                  f"yet{where}")], status="error")
+            raise CheckFailed([Problem("not_attempted", f"`{fn_name}` is not implemented yet "
+                                                        "(it raises NotImplementedError)")],
+                              status="not_attempted")
+        if status == "memory":
+            raise CheckFailed([Problem("memory", f"{fn_name} ran out of memory{where}: "
+                                                 f"{err.get('message')}")], status="memory")
+        hint = ""
+        if "in-place operation" in str(err.get("message")):
+            hint = ("; your code changes a tensor in place (`x -= ...`, `x[...] = ...`, "
+                    "`.add_()`), which breaks autograd: compute a new tensor instead")
+        raise CheckFailed([Problem("error", f"{fn_name} raised {err.get('type')}: "
+                                            f"{err.get('message')}{where}{hint}")],
+                          status="error")
+
+    def _compare(self, exp: dict, got: dict, labels: Labels, props, inputs,
+                 large_inputs: bool) -> list[Problem]:
+        what = f"the output of {labels.function}"
+        expected, output = exp["output"], got["output"]
+        problems = checks.compare_structure(expected, output, what)
+        if problems:
+            return problems
+        problems = checks.compare_mutation(got["mutated"], labels)
+        if problems:
+            return problems
+        for path, e in iter_leaves(expected):
+            g = output
+            for p in path:
+                g = g[p]
+            name = what if not path else _item_name(self.assignment, labels.function, path)
+            problems += checks.compare_tensor(e, g, name, tolerance=self.tolerance,
+                                              large_inputs=large_inputs)
+            if problems:
+                break
+        prop_problems = []
+        for prop in props:
+            prop_problems += prop(output, inputs, labels)
+        if problems:
+            if problems[0].kind == "values" and prop_problems:
+                p, extra = problems[0], prop_problems[0]
+                problems[0] = Problem(p.kind, f"{p.public}; {extra.public}",
+                                      f"{p.hidden}; {extra.public}")
+            return problems[:1]
+        if prop_problems:
+            return prop_problems[:1]
+        if exp.get("grads") is not None:
+            return checks.compare_gradients(exp["grads"], got["grads"], got["grad_error"], labels,
+                                            self.tolerance)
+        return []
+
+
+def _item_name(assignment: Assignment, function: str, path: tuple) -> str:
+    """Name an item of a returned tuple, from the assignment's `[outputs]` table."""
+    names = assignment.config.get("outputs", {}).get(function, [])
+    i = path[0]
+    if isinstance(i, int) and i < len(names):
+        return f"the {names[i]} returned by {function}"
+    return f"item {i} returned by {function}"
+
+
+def _where(err: dict) -> str:
+    if err.get("line"):
+        code = f": `{err['code']}`" if err.get("code") else ""
+        return f" (line {err['line']} of {err.get('file')}, in {err.get('function')}{code})"
+    return ""

@@ -1,0 +1,308 @@
+"""Comparisons of a student's outcome with the expected one, and the words that explain them.
+
+Every function here is pure: it takes decoded outcomes (plain tensors, never student objects) and
+returns `Problem`s. Each problem has a message for public cases, which may quote expected values,
+and a message for hidden cases, which says what kind of check failed but never the hidden values.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+import torch
+
+from .wire import Opaque
+
+# (rtol, atol) per dtype; questions may override. float64 is strict so that a float32 round trip
+# of float64 inputs is caught; float32 leaves room for other correct formulas.
+DEFAULT_TOLERANCE: dict[str, tuple[float, float]] = {
+    "float16": (1e-2, 1e-3),
+    "bfloat16": (2e-2, 1e-2),
+    "float32": (1e-4, 1e-5),
+    "float64": (1e-9, 1e-11),
+}
+
+
+@dataclass
+class Problem:
+    """One thing wrong with a case. `kind` groups problems in reports."""
+
+    kind: str
+    public: str
+    hidden: str | None = None
+
+    def text(self, hidden: bool) -> str:
+        return self.hidden if hidden and self.hidden is not None else self.public
+
+
+class CheckFailed(AssertionError):
+    """Raised by a case that failed; otter shows the message, our runner keeps the problems."""
+
+    def __init__(self, problems: list[Problem], status: str = "failed"):
+        self.problems = problems
+        self.status = status
+        super().__init__(" ".join(p.public for p in problems[:2]))
+
+
+@dataclass
+class Labels:
+    """How to name things in messages: the function and its arguments."""
+
+    function: str
+    arg_names: list[str] = field(default_factory=list)
+
+    def arg(self, key: str) -> str:
+        """Name an input from its path key: "0/1/w_q" (positional 1, key w_q) -> `params["w_q"]`."""
+        parts = key.split("/") if key else []
+        if len(parts) < 2:
+            return "the input"
+        if parts[0] == "0" and parts[1].isdigit():
+            i = int(parts[1])
+            name = self.arg_names[i] if i < len(self.arg_names) else f"argument {i + 1}"
+        else:
+            name = parts[1]
+        for p in parts[2:]:
+            name += f"[{p}]" if p.isdigit() else f'["{p}"]'
+        return f"`{name}`"
+
+
+# ------------------------------------------------------------------ formatting helpers
+
+def fmt_shape(shape) -> str:
+    return "(" + ", ".join(str(int(s)) for s in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
+def fmt_num(x: float) -> str:
+    if isinstance(x, float) and not math.isfinite(x):
+        return str(x)
+    if x == 0:
+        return "0"
+    if abs(x) >= 1e4 or abs(x) < 1e-3:
+        return f"{x:.3g}"
+    return f"{x:.4g}" if abs(x) < 10 else f"{x:.4g}"
+
+
+def fmt_index(idx) -> str:
+    return "[" + ", ".join(str(int(i)) for i in idx) + "]"
+
+
+def describe_type(value: Any) -> str:
+    if isinstance(value, torch.Tensor):
+        return f"a tensor of shape {fmt_shape(value.shape)}"
+    if isinstance(value, np.ndarray):
+        return f"a NumPy array of shape {fmt_shape(value.shape)}"
+    if isinstance(value, tuple):
+        return f"a tuple of {len(value)}"
+    if isinstance(value, list):
+        return f"a list of {len(value)}"
+    if isinstance(value, dict):
+        return "a dict"
+    if value is None:
+        return "None"
+    if isinstance(value, Opaque):
+        return f"an object of type {value.type_name}"
+    return f"a {type(value).__name__}"
+
+
+# ------------------------------------------------------------------ structure and arrays
+
+def tolerance_for(dtype: torch.dtype, overrides: dict | None = None) -> tuple[float, float]:
+    name = str(dtype).replace("torch.", "")
+    table = {**DEFAULT_TOLERANCE, **(overrides or {})}
+    return table.get(name, (0.0, 0.0))
+
+
+def compare_structure(expected: Any, got: Any, what: str) -> list[Problem]:
+    """Same nesting of tuples/lists/tensors as the contract; recurse into containers."""
+    if isinstance(expected, torch.Tensor):
+        if isinstance(got, torch.Tensor):
+            return []
+        if isinstance(got, np.ndarray):
+            msg = (f"{what} should be a torch tensor, but you returned a NumPy array; keep "
+                   "everything in torch (a NumPy round trip also cuts the gradient)")
+            return [Problem("type", msg)]
+        return [Problem("type", f"{what} should be a tensor, but you returned "
+                                f"{describe_type(got)}")]
+    if isinstance(expected, tuple):
+        if not isinstance(got, (tuple, list)) or isinstance(got, list):
+            hint = ""
+            if isinstance(got, torch.Tensor):
+                hint = " Return both values: `return output, weights`."
+            return [Problem("type", f"{what} should be a tuple of {len(expected)}, but you "
+                                    f"returned {describe_type(got)}.{hint}")]
+        if len(got) != len(expected):
+            return [Problem("type", f"{what} should be a tuple of {len(expected)}, but yours "
+                                    f"has {len(got)} items")]
+        problems = []
+        for i, (e, g) in enumerate(zip(expected, got)):
+            problems += compare_structure(e, g, f"item {i} of the returned tuple")
+        return problems
+    return []
+
+
+def compare_tensor(expected: torch.Tensor, got: torch.Tensor, what: str, *,
+                   tolerance: dict | None = None, large_inputs: bool = False) -> list[Problem]:
+    """Shape, dtype, then values (NaN-aware, dtype-aware tolerances)."""
+    if tuple(got.shape) != tuple(expected.shape):
+        pub = f"{what}: expected shape {fmt_shape(expected.shape)}, got {fmt_shape(got.shape)}"
+        hid = f"{what} has the wrong shape {fmt_shape(got.shape)}"
+        if got.numel() == expected.numel() and got.ndim == expected.ndim:
+            extra = " (the same numbers of elements: a transpose or reshape in the wrong order?)"
+            pub += extra
+            hid += extra
+        return [Problem("shape", pub, hid)]
+    if got.dtype != expected.dtype:
+        e, g = str(expected.dtype).replace("torch.", ""), str(got.dtype).replace("torch.", "")
+        msg = f"{what}: expected dtype {e}, got {g}"
+        if expected.dtype == torch.float64 and got.dtype == torch.float32:
+            msg += " (something converted the float64 input to float32: keep the input's dtype)"
+        elif expected.dtype == torch.bool:
+            msg += " (return a bool tensor)"
+        return [Problem("dtype", msg)]
+    return compare_values(expected, got, what, tolerance=tolerance, large_inputs=large_inputs)
+
+
+def compare_values(expected: torch.Tensor, got: torch.Tensor, what: str, *,
+                   tolerance: dict | None = None, large_inputs: bool = False) -> list[Problem]:
+    if expected.dtype == torch.bool or not expected.is_floating_point():
+        wrong = got != expected
+        if not bool(wrong.any()):
+            return []
+        n = int(wrong.sum())
+        idx = fmt_index(torch.nonzero(wrong)[0].tolist())
+        pub = (f"{what} differs at {n} of {expected.numel()} positions, first at {idx}: "
+               f"expected {_item(expected, idx)}, got {_item(got, idx)}")
+        return [Problem("values", pub, f"{what} differs from the reference at {n} of "
+                                       f"{expected.numel()} positions")]
+    rtol, atol = tolerance_for(expected.dtype, tolerance)
+    e64, g64 = expected.double(), got.double()
+    bad_got = ~torch.isfinite(g64) & torch.isfinite(e64)
+    if bool(bad_got.any()):
+        n = int(bad_got.sum())
+        idx = fmt_index(torch.nonzero(bad_got)[0].tolist())
+        kinds = "NaN" if bool(torch.isnan(g64[bad_got]).all()) else "inf or NaN"
+        pub = (f"{what} contains {kinds} in {n} of {expected.numel()} values (first at {idx}) "
+               f"where finite values are expected")
+        if large_inputs:
+            pub += "; with large inputs exp() overflows: subtract the maximum first"
+        return [Problem("nan", pub, pub)]
+    close = torch.isclose(g64, e64, rtol=rtol, atol=atol, equal_nan=True)
+    if bool(close.all()):
+        return []
+    diff = (g64 - e64).abs().nan_to_num(nan=float("inf"))
+    diff[close] = 0
+    flat = int(torch.argmax(diff))
+    idx = np.unravel_index(flat, tuple(expected.shape)) if expected.ndim else ()
+    max_diff = float(diff.reshape(-1)[flat])
+    n = int((~close).sum())
+    where = f" (at index {fmt_index(idx)}: expected {fmt_num(float(e64[idx]))}, " \
+            f"got {fmt_num(float(g64[idx]))})" if expected.ndim else \
+            f" (expected {fmt_num(float(e64))}, got {fmt_num(float(g64))})"
+    pub = f"{what}: values differ by up to {fmt_num(max_diff)}{where}; {n} of " \
+          f"{expected.numel()} values are off"
+    hid = f"{what}: values differ from the reference by up to {fmt_num(max_diff)} " \
+          f"({n} of {expected.numel()} values are off)"
+    return [Problem("values", pub, hid)]
+
+
+def _item(t: torch.Tensor, idx: str):
+    index = tuple(int(i) for i in idx.strip("[]").split(", ")) if idx != "[]" else ()
+    v = t[index].item()
+    return v
+
+
+# ------------------------------------------------------------------ properties
+
+Property = Callable[[Any, dict, Labels], list[Problem]]
+
+
+def rows_sum_to_one(item: int | None = None, dim: int = -1, name: str = "weights") -> Property:
+    """The returned distribution (item `item` of a tuple, or the output) sums to 1 along `dim`."""
+
+    def check(output: Any, inputs: dict, labels: Labels) -> list[Problem]:
+        t = output[item] if item is not None else output
+        if not isinstance(t, torch.Tensor) or not t.is_floating_point() or t.numel() == 0:
+            return []
+        sums = t.double().sum(dim=dim)
+        finite = torch.isfinite(sums)
+        if not bool(finite.any()):
+            return []
+        err = (sums - 1).abs().nan_to_num(nan=0.0)
+        worst = int(torch.argmax(err))
+        if float(err.reshape(-1)[worst]) <= 1e-3:
+            return []
+        value = float(sums.reshape(-1)[worst])
+        msg = f"rows of your {name} sum to {fmt_num(value)}, not 1"
+        return [Problem("property", msg, msg)]
+
+    return check
+
+
+def zero_where(mask: torch.Tensor, item: int | None = None, name: str = "weights") -> Property:
+    """Positions where `mask` is True (blocked) get exactly zero weight."""
+
+    def check(output: Any, inputs: dict, labels: Labels) -> list[Problem]:
+        t = output[item] if item is not None else output
+        if not isinstance(t, torch.Tensor) or not t.is_floating_point():
+            return []
+        try:
+            blocked = torch.broadcast_to(mask, t.shape)
+        except RuntimeError:
+            return []
+        leak = t.double().abs() * blocked
+        if not bool(torch.isfinite(leak).all()) or float(leak.max()) <= 1e-6:
+            return []
+        msg = (f"your {name} put up to {fmt_num(float(leak.max()))} of weight on blocked "
+               f"positions, which must get exactly 0")
+        return [Problem("property", msg, msg)]
+
+    return check
+
+
+# ------------------------------------------------------------------ gradients
+
+def compare_gradients(expected: dict, got: dict | None, grad_error: str | None, labels: Labels,
+                      tolerance: dict | None = None) -> list[Problem]:
+    if grad_error == "detached":
+        msg = (f"no gradient flows back through {labels.function}: its output is not connected "
+               "to the inputs' autograd graph (.detach(), .numpy(), .item() or torch.tensor() "
+               "on a tensor cut it)")
+        return [Problem("gradient", msg, msg)]
+    if grad_error:
+        msg = f"computing gradients through {labels.function} failed ({grad_error})"
+        if "in-place" in grad_error or "inplace" in grad_error:
+            msg += ": an in-place operation overwrote a value autograd needs"
+        return [Problem("gradient", msg, msg)]
+    if got is None:
+        return []
+    for key, exp in expected.items():
+        if exp is None:
+            continue
+        g = got.get(key)
+        name = labels.arg(key)
+        if g is None:
+            if not bool(exp.abs().max() > 0):
+                continue
+            msg = f"no gradient reaches {name}: something in your code detached it"
+            return [Problem("gradient", msg, msg)]
+        if not isinstance(g, torch.Tensor) or tuple(g.shape) != tuple(exp.shape):
+            msg = f"the gradient with respect to {name} has the wrong shape"
+            return [Problem("gradient", msg, msg)]
+        problems = compare_values(exp, g.to(exp.dtype), f"the gradient with respect to {name}",
+                                  tolerance=tolerance)
+        if problems:
+            p = problems[0]
+            lead = "your output is right, but "
+            return [Problem("gradient", lead + p.public, lead + (p.hidden or p.public))]
+    return []
+
+
+def compare_mutation(mutated: list[str], labels: Labels) -> list[Problem]:
+    if not mutated:
+        return []
+    names = ", ".join(labels.arg(k) for k in mutated[:3])
+    msg = (f"your function changed its input {names} in place; work on new tensors instead "
+           "(e.g. `x = x - m`, not `x -= m`)")
+    return [Problem("mutated", msg, msg)]

@@ -1,0 +1,284 @@
+"""Run one call of a student function and record everything a check needs to judge it.
+
+This module runs wherever student code runs: inside the sandboxed worker during grading, and in
+the student's own process for `autograder check` and otter's in-process tools. It never decides a
+verdict; it returns an *outcome*: the output, gradients of a given upstream gradient with respect
+to every differentiable input, which inputs were changed in place, which forbidden library calls
+happened, which other student functions were called, and the student's own error, if any.
+"""
+from __future__ import annotations
+
+import linecache
+import os
+import sys
+import traceback
+from typing import Any, Callable
+
+import torch
+from torch.overrides import TorchFunctionMode
+from torch.utils._python_dispatch import TorchDispatchMode
+
+_ENGINE_DIR = os.path.dirname(os.path.abspath(__file__))
+_LIB_DIRS = tuple({os.path.dirname(os.__file__), sys.prefix, sys.base_prefix, sys.exec_prefix})
+MAX_MESSAGE = 400
+
+
+# ----------------------------------------------------------------- inputs and paths
+
+def iter_leaves(value: Any, path: tuple = ()):
+    """Yield (path, tensor) for every tensor inside nested tuples/lists/dicts."""
+    if isinstance(value, torch.Tensor):
+        yield path, value
+    elif isinstance(value, (tuple, list)):
+        for i, v in enumerate(value):
+            yield from iter_leaves(v, path + (i,))
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield from iter_leaves(v, path + (k,))
+
+
+def path_label(names: list[str], path: tuple) -> str:
+    """Human label for an argument path: ('params', 'w_q') -> params["w_q"]."""
+    if not path:
+        return "the output"
+    head = path[0]
+    label = names[head] if isinstance(head, int) and head < len(names) else str(head)
+    for p in path[1:]:
+        label += f'["{p}"]' if isinstance(p, str) else f"[{p}]"
+    return label
+
+
+def path_key(path: tuple) -> str:
+    return "/".join(str(p) for p in path)
+
+
+def _clone_tree(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return value.detach().clone()
+    if isinstance(value, (tuple, list)):
+        return type(value)(_clone_tree(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _clone_tree(v) for k, v in value.items()}
+    return value
+
+
+def _prepare_inputs(args: tuple, kwargs: dict, want_grad: bool):
+    """Fresh copies of the inputs; floating-point tensors become leaves that require grad."""
+    args, kwargs = _clone_tree(args), _clone_tree(kwargs)
+    diff = []
+    if want_grad:
+        for path, t in list(iter_leaves((args, kwargs))):
+            if t.is_floating_point():
+                t.requires_grad_(True)
+                diff.append((path, t))
+    return args, kwargs, diff
+
+
+# ----------------------------------------------------------------- forbidden calls
+
+def _resolve(dotted: str):
+    obj: Any = torch
+    parts = dotted.split(".")
+    if parts[0] != "torch":
+        return None
+    for p in parts[1:]:
+        obj = getattr(obj, p, None)
+        if obj is None:
+            return None
+    return obj
+
+
+class _ForbiddenFunctions(TorchFunctionMode):
+    """Notes calls of forbidden torch functions and Tensor methods (public API level)."""
+
+    def __init__(self, names: list[str], hits: list[str]):
+        super().__init__()
+        self.targets = {}
+        for n in names:
+            obj = _resolve(n)
+            if obj is not None:
+                self.targets[id(obj)] = n
+        self.hits = hits
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        name = self.targets.get(id(func))
+        if name and name not in self.hits:
+            self.hits.append(name)
+        return func(*args, **(kwargs or {}))
+
+
+class _ForbiddenOps(TorchDispatchMode):
+    """Notes forbidden aten operators, which catches calls that bypass the public API."""
+
+    def __init__(self, ops: list[str], hits: list[str]):
+        super().__init__()
+        self.ops = set(ops)
+        self.hits = hits
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        name = str(func.overloadpacket)
+        if name in self.ops and name not in self.hits:
+            self.hits.append(name)
+        return func(*args, **(kwargs or {}))
+
+
+# ----------------------------------------------------------------- call tracing
+
+def _trace_calls(func: Callable, api: list[str], called: list[str]):
+    """Temporarily wrap the student's other API functions to record which ones `func` calls."""
+    g = getattr(func, "__globals__", None)
+    if not isinstance(g, dict):
+        return lambda: None
+    saved = {}
+    for name in api:
+        f = g.get(name)
+        if callable(f) and f is not func:
+            saved[name] = f
+
+            def wrapper(*a, __f=f, __n=name, **k):
+                if __n not in called:
+                    called.append(__n)
+                return __f(*a, **k)
+
+            g[name] = wrapper
+
+    def restore():
+        for name, f in saved.items():
+            g[name] = f
+
+    return restore
+
+
+# ----------------------------------------------------------------- errors
+
+def _is_student_frame(filename: str) -> bool:
+    if not filename or filename.startswith(_ENGINE_DIR):
+        return False
+    if filename.startswith("<frozen") or "site-packages" in filename:
+        return False
+    return not any(filename.startswith(d + os.sep) for d in _LIB_DIRS if d)
+
+
+def describe_error(exc: BaseException) -> dict:
+    """The student's view of an exception: their own file, line and code, and the message."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if _is_student_frame(f.filename)]
+    info: dict[str, Any] = {
+        "type": type(exc).__name__[:80],
+        "message": _clip(str(exc)),
+        "file": None, "line": None, "code": None, "function": None,
+    }
+    if frames:
+        last = frames[-1]
+        info.update(file=os.path.basename(last.filename)[:120], line=last.lineno,
+                    code=_clip((last.line or linecache.getline(last.filename, last.lineno)).strip()),
+                    function=last.name[:80])
+    return info
+
+
+def _clip(s: str, limit: int = MAX_MESSAGE) -> str:
+    s = s.replace("\x00", "")
+    return s if len(s) <= limit else s[: limit - 1] + "…"
+
+
+def is_memory_error(exc: BaseException) -> bool:
+    if isinstance(exc, MemoryError):
+        return True
+    text = str(exc)
+    return isinstance(exc, RuntimeError) and (
+        "can't allocate memory" in text or "DefaultCPUAllocator" in text
+        or "not enough memory" in text)
+
+
+# ----------------------------------------------------------------- the call
+
+def run_call(func: Callable, args: tuple, kwargs: dict, *, upstream: Any = None,
+             want_grad: bool = False, forbidden: list[str] = (), api: list[str] = ()) -> dict:
+    """Call `func(*args, **kwargs)` on fresh copies of the inputs and return its outcome.
+
+    `upstream` is the gradient of the loss with respect to each tensor of the expected output
+    (same nesting); when it is given and `want_grad`, the outcome holds the gradient reaching
+    each floating-point input, or None where none reaches it.
+    """
+    call_args, call_kwargs, diff = _prepare_inputs(args, kwargs, want_grad)
+    before = _clone_tree((call_args, call_kwargs))
+    outcome: dict[str, Any] = {"status": "ok", "output": None, "grads": None, "grad_error": None,
+                               "mutated": [], "forbidden": [], "called": [], "error": None}
+    hits: list[str] = []
+    called: list[str] = []
+    fn_names = [n for n in forbidden if not n.startswith("aten.")]
+    op_names = [n for n in forbidden if n.startswith("aten.")]
+    restore = _trace_calls(func, list(api), called)
+    try:
+        with _ForbiddenFunctions(fn_names, hits), _ForbiddenOps(op_names, hits):
+            output = func(*call_args, **call_kwargs)
+    except BaseException as exc:  # noqa: BLE001 - student code may raise anything, even SystemExit
+        outcome["error"] = describe_error(exc)
+        if isinstance(exc, NotImplementedError):
+            outcome["status"] = "not_implemented"
+        elif is_memory_error(exc):
+            outcome["status"] = "memory"
+        else:
+            outcome["status"] = "error"
+        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+            outcome["error"]["message"] = _clip(f"{type(exc).__name__}({exc})")
+        output = None
+    finally:
+        restore()
+    outcome["forbidden"] = hits
+    outcome["called"] = called
+    outcome["mutated"] = [path_key(p) for p, t in iter_leaves(before)
+                          if not _same(t, _get(call_args, call_kwargs, p))]
+    if outcome["status"] != "ok":
+        return outcome
+    outcome["output"] = output
+    if want_grad and upstream is not None and diff:
+        outcome["grads"], outcome["grad_error"] = _gradients(output, upstream, diff)
+    return outcome
+
+
+def _get(args, kwargs, path):
+    value: Any = (args, kwargs)
+    for p in path:
+        value = value[p]
+    return value
+
+
+def _same(a: torch.Tensor, b: Any) -> bool:
+    if not isinstance(b, torch.Tensor) or a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    b = b.detach()
+    if a.is_floating_point():
+        return bool(torch.equal(torch.nan_to_num(a, nan=0.5), torch.nan_to_num(b, nan=0.5))
+                    and torch.equal(a.isnan(), b.isnan()))
+    return bool(torch.equal(a, b))
+
+
+def _gradients(output: Any, upstream: Any, diff: list) -> tuple[dict | None, str | None]:
+    pairs = []
+    for path, up in iter_leaves(upstream):
+        try:
+            got = _get_out(output, path)
+        except (KeyError, IndexError, TypeError):
+            return None, "output structure"
+        if not isinstance(got, torch.Tensor) or got.shape != up.shape:
+            return None, "output shape"
+        if got.requires_grad:
+            pairs.append((got, up.to(got.dtype) if got.is_floating_point() else up))
+    grads: dict[str, Any] = {path_key(p): None for p, _ in diff}
+    if not pairs:
+        return grads, "detached"
+    try:
+        result = torch.autograd.grad([g for g, _ in pairs], [t for _, t in diff],
+                                     grad_outputs=[u for _, u in pairs], allow_unused=True)
+    except BaseException as exc:  # noqa: BLE001
+        return None, "backward failed: " + _clip(f"{type(exc).__name__}: {exc}", 200)
+    for (p, _), g in zip(diff, result):
+        grads[path_key(p)] = None if g is None else g.detach()
+    return grads, None
+
+
+def _get_out(output, path):
+    value = output
+    for p in path:
+        value = value[p]
+    return value

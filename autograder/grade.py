@@ -1,0 +1,182 @@
+"""Grading submissions: in the sandbox (`grade`) or in-process for a student's own check.
+
+`grade_submission` is the trusted side. It reads the student's source (never importing it),
+checks its syntax with `compile`, starts a worker in the sandbox, and runs every question file
+with stand-ins for the student's functions. Whatever the submission does, it gets a row.
+"""
+from __future__ import annotations
+
+import importlib.util
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from .assignment import Assignment
+from .checks import CheckFailed, Problem
+from .execute import describe_error
+from .limits import Limits
+from .results import SubmissionResult
+from .runner import QuestionStopped, failed_everywhere, grade_functions
+from .sandbox import Sandbox, WorkerSession, WorkerStopped
+from .submissions import UnreadableSubmission, read_source
+
+
+class RemoteFunction:
+    """Stands in for a student's function in question files; each call runs in the worker."""
+
+    def __init__(self, session: WorkerSession, name: str):
+        self._session = session
+        self.__name__ = name
+
+    def __remote_outcome__(self, args, kwargs, *, upstream, want_grad, forbidden, question):
+        try:
+            return self._session.call(self.__name__, args, kwargs, upstream=upstream,
+                                      want_grad=want_grad, forbidden=forbidden)
+        except WorkerStopped as e:
+            raise QuestionStopped(e.status, e.message) from None
+
+    def __call__(self, *args, **kwargs):
+        outcome = self.__remote_outcome__(args, kwargs, upstream=None, want_grad=False,
+                                          forbidden=[], question=None)
+        if outcome["status"] != "ok":
+            err = outcome.get("error") or {}
+            raise CheckFailed([Problem("error", f"{self.__name__} raised {err.get('type')}: "
+                                                f"{err.get('message')}")], status="error")
+        return outcome["output"]
+
+
+class NotAFunction:
+    """Stands in for a name the student defined as something other than a function."""
+
+    def __init__(self, type_name: str):
+        self.type_name = type_name
+
+
+def _syntax_message(source: str, filename: str) -> str | None:
+    try:
+        compile(source, filename, "exec", dont_inherit=True)
+    except SyntaxError as e:
+        text = (e.text or "").strip()
+        code = f": `{text[:120]}`" if text else ""
+        return f"your file has a syntax error at line {e.lineno}{code} ({e.msg}); nothing in " \
+               "it could run"
+    except (ValueError, RecursionError, MemoryError) as e:
+        return f"your file cannot be compiled ({type(e).__name__})"
+    return None
+
+
+def _load_failure(error: dict | None, status: str) -> tuple[str, str]:
+    err = error or {}
+    where = f" at line {err['line']} (`{err.get('code')}`)" if err.get("line") else ""
+    if status == "memory":
+        return "memory", f"importing your file ran out of memory{where}"
+    return "error", (f"importing your file raised {err.get('type')}{where}: "
+                     f"{err.get('message')}; code at the top level of your file must run "
+                     "without errors")
+
+
+def signature_notes(assignment: Assignment, defined: dict) -> dict[str, list[str]]:
+    """Notes per question for functions whose parameters differ from the contract."""
+    notes: dict[str, list[str]] = {}
+    for name, sig in assignment.api.items():
+        info = defined.get(name)
+        if not info or info.get("kind") != "function" or info.get("params") is None:
+            continue
+        params = [p.lstrip("*") for p in info["params"]]
+        if params[: len(sig.params)] != sig.params and not any(
+                p.startswith("*") for p in info["params"]):
+            qid = assignment.question_of(name)
+            if qid:
+                notes.setdefault(qid, []).append(
+                    f"note: your `{name}` takes ({', '.join(info['params'])}); the contract is "
+                    f"{sig.render()}")
+    return notes
+
+
+def grade_submission(assignment: Assignment, path: Path, sandbox: Sandbox,
+                     limits: Limits | None = None, questions: list[str] | None = None,
+                     display_path: str | None = None) -> SubmissionResult:
+    """Grade one file in the sandbox, with every case. Never raises for a student's doing."""
+    limits = limits or assignment.limits
+    shown = display_path or str(path)
+    start = time.monotonic()
+    try:
+        source = read_source(path)
+    except UnreadableSubmission as e:
+        return failed_everywhere(assignment, shown, "error", str(e), include_hidden=True,
+                                 sandbox=sandbox.description)
+    syntax = _syntax_message(source, assignment.student_file)
+    if syntax:
+        return failed_everywhere(assignment, shown, "error", syntax, include_hidden=True,
+                                 sandbox=sandbox.description)
+    session = WorkerSession(sandbox, source, assignment.student_file,
+                            Path(assignment.student_file).stem, list(assignment.api), limits)
+    try:
+        try:
+            loaded = session.load()
+        except WorkerStopped as e:
+            return failed_everywhere(assignment, shown, e.status, f"importing your file: "
+                                     f"{e.message}", include_hidden=True,
+                                     sandbox=sandbox.description)
+        if not loaded.ok:
+            status, message = _load_failure(loaded.error, loaded.status)
+            return failed_everywhere(assignment, shown, status, message, include_hidden=True,
+                                     sandbox=sandbox.description)
+        env: dict[str, Any] = {}
+        for name in assignment.api:
+            info = loaded.defined.get(name)
+            if info is None:
+                env[name] = None
+            elif info.get("kind") == "function":
+                env[name] = RemoteFunction(session, name)
+            else:
+                env[name] = NotAFunction(str(info.get("kind")))
+
+        def env_for_question(qid: str) -> dict:
+            session.begin_question()
+            return env
+
+        result = grade_functions(assignment, shown, env_for_question, include_hidden=True,
+                                 questions=questions, sandbox=sandbox.description)
+        for qid, notes in signature_notes(assignment, loaded.defined).items():
+            if qid in result.questions and result.questions[qid].status != "passed":
+                result.questions[qid].notes += notes
+    finally:
+        session.close()
+    result.seconds = time.monotonic() - start
+    return result
+
+
+def check_in_process(assignment: Assignment, path: Path) -> SubmissionResult:
+    """A student's own check: public cases only, their code in this process (no sandbox)."""
+    shown = str(path)
+    try:
+        source = read_source(path)
+    except UnreadableSubmission as e:
+        return failed_everywhere(assignment, shown, "error", str(e), include_hidden=False)
+    syntax = _syntax_message(source, str(path))
+    if syntax:
+        return failed_everywhere(assignment, shown, "error", syntax, include_hidden=False)
+    module_name = Path(assignment.student_file).stem
+    try:
+        if path.suffix == ".py":
+            spec = importlib.util.spec_from_file_location(module_name, path)
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[module_name] = module
+            sys.path.insert(0, str(path.resolve().parent))
+            spec.loader.exec_module(module)
+        else:
+            from .worker import load_student_module
+
+            module = load_student_module(source, str(path), module_name)
+    except BaseException as exc:  # noqa: BLE001 - the student's import may raise anything
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        status, message = _load_failure(describe_error(exc), "error")
+        return failed_everywhere(assignment, shown, status, message, include_hidden=False)
+    env = {name: getattr(module, name, None) for name in assignment.api}
+    for name, value in env.items():
+        if value is not None and not callable(value):
+            env[name] = NotAFunction(type(value).__name__)
+    return grade_functions(assignment, shown, lambda q: env, include_hidden=False)

@@ -1,0 +1,101 @@
+"""Results of grading: cases, questions, submissions, and the JSON contract built from them."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+CASE_STATUSES = ("passed", "failed", "not_attempted", "error", "timeout", "memory", "forbidden")
+# Question statuses, as reports show them.
+PASSED, PARTIAL, FAILED = "passed", "partial", "failed"
+NOT_ATTEMPTED, ERROR, TIMEOUT = "not attempted", "error", "timeout"
+MEMORY, FORBIDDEN = "memory limit", "forbidden call"
+
+
+@dataclass
+class CaseResult:
+    name: str
+    points: float
+    hidden: bool
+    status: str                 # one of CASE_STATUSES
+    message: str = ""           # what the student reads (hidden-safe for hidden cases)
+    kind: str = ""              # the kind of problem, for reports (shape, values, gradient...)
+    description: str = ""
+
+    @property
+    def score(self) -> float:
+        return self.points if self.status == "passed" else 0.0
+
+
+@dataclass
+class QuestionResult:
+    id: str
+    cases: list[CaseResult]
+    notes: list[str] = field(default_factory=list)
+    called: list[str] = field(default_factory=list)   # other student functions this one used
+
+    @property
+    def score(self) -> float:
+        return round(sum(c.score for c in self.cases), 6)
+
+    @property
+    def max_score(self) -> float:
+        return round(sum(c.points for c in self.cases), 6)
+
+    @property
+    def status(self) -> str:
+        statuses = {c.status for c in self.cases}
+        if not self.cases or statuses == {"passed"}:
+            return PASSED
+        if "forbidden" in statuses:
+            return FORBIDDEN
+        if "timeout" in statuses:
+            return TIMEOUT
+        if "memory" in statuses:
+            return MEMORY
+        failing = statuses - {"passed"}
+        if failing == {"not_attempted"} and self.score == 0:
+            return NOT_ATTEMPTED
+        if self.score > 0:
+            return PARTIAL
+        if "error" in statuses:
+            return ERROR
+        return FAILED
+
+    def feedback(self) -> str:
+        lines = []
+        for c in self.cases:
+            if c.status != "passed":
+                tag = "hidden case" if c.hidden else "case"
+                lines.append(f"{tag} '{c.name}': {c.message}")
+        lines += self.notes
+        return "\n".join(lines)
+
+    def to_json(self) -> dict:
+        return {"score": self.score, "max_score": self.max_score, "status": self.status,
+                "feedback": self.feedback(),
+                "cases": [{**asdict(c), "score": c.score} for c in self.cases]}
+
+
+@dataclass
+class SubmissionResult:
+    path: str
+    questions: dict[str, QuestionResult]
+    error: str | None = None            # why the submission could not be graded normally
+    sandbox: str | None = None          # the isolation level it was graded under
+    seconds: float = 0.0
+
+    @property
+    def score(self) -> float:
+        return round(sum(q.score for q in self.questions.values()), 6)
+
+    @property
+    def max_score(self) -> float:
+        return round(sum(q.max_score for q in self.questions.values()), 6)
+
+    def to_json(self) -> dict:
+        return {"path": self.path, "score": self.score, "max_score": self.max_score,
+                "error": self.error, "sandbox": self.sandbox, "seconds": round(self.seconds, 3),
+                "questions": {k: q.to_json() for k, q in self.questions.items()}}
+
+
+def results_json(assignment: str, submissions: list[SubmissionResult]) -> dict:
+    return {"assignment": assignment, "submissions": [s.to_json() for s in submissions]}

@@ -1,0 +1,114 @@
+"""Run an assignment's question files against one submission's functions.
+
+The functions are either the student's own (in-process, for `autograder check`) or stand-ins
+that forward to a sandboxed worker (`autograder grade`). Question files are otter
+exception-based test files, loaded with otter's own parser.
+"""
+from __future__ import annotations
+
+import functools
+import time
+from typing import Any, Callable
+
+from otter.test_files.exception_test import ExceptionTestFile
+
+from .assignment import Assignment
+from .cases import GraderError
+from .checks import CheckFailed
+from .results import CaseResult, QuestionResult, SubmissionResult
+
+
+class QuestionStopped(Exception):
+    """The worker was stopped during a question (time or memory limit, or it died)."""
+
+    def __init__(self, status: str, message: str):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+@functools.lru_cache(maxsize=None)
+def load_question_file(path: str) -> ExceptionTestFile:
+    return ExceptionTestFile.from_file(path)
+
+
+def run_question(assignment: Assignment, qid: str, env: dict[str, Any], *,
+                 include_hidden: bool) -> QuestionResult:
+    test_file = load_question_file(str(assignment.question(qid).test_file))
+    cases: list[CaseResult] = []
+    called: list[str] = []
+    stopped: QuestionStopped | None = None
+    for tc in test_file.test_cases:
+        if tc.hidden and not include_hidden:
+            continue
+        doc = (tc.body.test_func.__doc__ or "").strip()
+        result = CaseResult(tc.name, float(tc.points or 0), bool(tc.hidden), "passed",
+                            description=doc)
+        if stopped is not None:
+            result.status, result.kind = stopped.status, stopped.status
+            result.message = "not run: " + stopped.message
+            cases.append(result)
+            continue
+        try:
+            tc.body.call_func(env)
+        except CheckFailed as e:
+            problem = e.problems[0]
+            result.status, result.kind = e.status, problem.kind
+            result.message = problem.text(tc.hidden)
+            for name in getattr(e, "called", []):
+                if name not in called:
+                    called.append(name)
+        except QuestionStopped as e:
+            result.status, result.kind, result.message = e.status, e.status, e.message
+            if e.status in ("timeout", "memory"):
+                stopped = e   # the rest of this question would hit the same wall
+        except GraderError as e:
+            result.status, result.kind = "error", "grader"
+            result.message = f"the grader could not run this case ({e}); tell your instructor"
+        cases.append(result)
+    return QuestionResult(qid, cases, called=called)
+
+
+def add_dependency_notes(assignment: Assignment, questions: dict[str, QuestionResult]) -> None:
+    """Say when a question fails while calling a student function that fails its own question."""
+    for q in questions.values():
+        if q.status == "passed":
+            continue
+        blamed: dict[str, list[str]] = {}
+        for fn in q.called:
+            other = assignment.question_of(fn)
+            if other and other != q.id and other in questions and \
+                    questions[other].status != "passed":
+                blamed.setdefault(other, []).append(f"`{fn}`")
+        for other, fns in blamed.items():
+            verb = "does" if len(fns) == 1 else "do"
+            q.notes.append(f"note: this uses your {' and '.join(fns)}, which {verb} not pass "
+                           f"question '{other}' yet; fix that first, and this may pass too")
+
+
+def grade_functions(assignment: Assignment, path: str, env_for_question: Callable[[str], dict],
+                    *, include_hidden: bool, questions: list[str] | None = None,
+                    sandbox: str | None = None, error: str | None = None) -> SubmissionResult:
+    start = time.monotonic()
+    results = {}
+    for q in assignment.questions:
+        if questions and q.id not in questions:
+            continue
+        results[q.id] = run_question(assignment, q.id, env_for_question(q.id),
+                                     include_hidden=include_hidden)
+    add_dependency_notes(assignment, results)
+    return SubmissionResult(path, results, error=error, sandbox=sandbox,
+                            seconds=time.monotonic() - start)
+
+
+def failed_everywhere(assignment: Assignment, path: str, status: str, message: str, *,
+                      include_hidden: bool, sandbox: str | None = None) -> SubmissionResult:
+    """A row for a submission none of whose code could run (syntax error, crash at import...)."""
+    results = {}
+    for q in assignment.questions:
+        test_file = load_question_file(str(q.test_file))
+        cases = [CaseResult(tc.name, float(tc.points or 0), bool(tc.hidden), status,
+                            message=message, kind=status)
+                 for tc in test_file.test_cases if include_hidden or not tc.hidden]
+        results[q.id] = QuestionResult(q.id, cases)
+    return SubmissionResult(path, results, error=message, sandbox=sandbox)

@@ -1,0 +1,242 @@
+"""Safe encoding of values that cross a trust boundary or go to disk.
+
+A value (a tensor, an ndarray, a number, None, a string, or tuples/lists/dicts of those) becomes a
+JSON-able *tree* plus a list of raw byte buffers. Decoding never unpickles: every array is checked
+for a known dtype, a sane shape and an exact byte count before `np.frombuffer` touches it, and
+comes back as an exact base `torch.Tensor` or `np.ndarray` (a subclass on the sending side gains
+nothing). Snapshots use the same trees with array data inlined as JSON lists.
+"""
+from __future__ import annotations
+
+import json
+import math
+import struct
+from typing import Any
+
+import numpy as np
+import torch
+
+# Only plain numeric dtypes travel; names are numpy's.
+_NUMPY_DTYPES = {
+    "bool", "int8", "int16", "int32", "int64", "uint8",
+    "float16", "float32", "float64", "complex64", "complex128",
+}
+_TORCH_TO_NUMPY = {
+    torch.bool: "bool", torch.int8: "int8", torch.int16: "int16", torch.int32: "int32",
+    torch.int64: "int64", torch.uint8: "uint8", torch.float16: "float16",
+    torch.float32: "float32", torch.float64: "float64", torch.complex64: "complex64",
+    torch.complex128: "complex128",
+}
+_NUMPY_TO_TORCH = {v: k for k, v in _TORCH_TO_NUMPY.items()}
+
+MAX_DEPTH = 8
+MAX_ITEMS = 64
+MAX_STR = 500
+MAX_ARRAY_BYTES = 64 * 2**20
+MAX_NDIM = 8
+
+
+class WireError(ValueError):
+    """Data that does not decode: malformed, oversized or of an unknown kind."""
+
+
+def torch_dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).replace("torch.", "")
+
+
+def encode(value: Any, buffers: list[bytes] | None, depth: int = 0) -> dict:
+    """Encode `value` into a tree; arrays go to `buffers` (or inline if `buffers` is None)."""
+    if depth > MAX_DEPTH:
+        return {"t": "other", "type": "deeply nested value"}
+    if isinstance(value, torch.Tensor):
+        t = torch.Tensor.detach(value)
+        dtype = t.dtype
+        if dtype == torch.bfloat16:  # numpy has no bfloat16: travel as float32, say what it was
+            t = t.to(torch.float32)
+        if t.dtype not in _TORCH_TO_NUMPY:
+            return {"t": "other", "type": f"tensor of dtype {torch_dtype_name(dtype)}"}
+        arr = torch.Tensor.numpy(torch.Tensor.contiguous(torch.Tensor.cpu(t)), force=True)
+        node = _array_node(np.asarray(arr), buffers)
+        node.update(t="tensor", torch_dtype=torch_dtype_name(dtype),
+                    requires_grad=bool(value.requires_grad))
+        return node
+    if isinstance(value, np.ndarray):
+        arr = np.asarray(value)
+        if arr.dtype.name not in _NUMPY_DTYPES:
+            return {"t": "other", "type": f"ndarray of dtype {arr.dtype.name}"}
+        node = _array_node(arr, buffers)
+        node["t"] = "ndarray"
+        return node
+    if value is None:
+        return {"t": "none"}
+    if isinstance(value, bool):
+        return {"t": "scalar", "kind": "bool", "v": bool(value)}
+    if isinstance(value, int):
+        return {"t": "scalar", "kind": "int", "v": int(value)}
+    if isinstance(value, float):
+        v = float(value)
+        return {"t": "scalar", "kind": "float", "v": v if math.isfinite(v) else repr(v)}
+    if isinstance(value, str):
+        return {"t": "str", "v": str(value)[:MAX_STR]}
+    if isinstance(value, (tuple, list)):
+        kind = "tuple" if isinstance(value, tuple) else "list"
+        items = list(value)[:MAX_ITEMS]
+        return {"t": kind, "items": [encode(v, buffers, depth + 1) for v in items]}
+    if isinstance(value, dict):
+        items = {}
+        for k, v in list(value.items())[:MAX_ITEMS]:
+            items[str(k)[:MAX_STR]] = encode(v, buffers, depth + 1)
+        return {"t": "dict", "items": items}
+    return {"t": "other", "type": type(value).__name__[:MAX_STR]}
+
+
+def _array_node(arr: np.ndarray, buffers: list[bytes] | None) -> dict:
+    node: dict[str, Any] = {"dtype": arr.dtype.name, "shape": [int(s) for s in arr.shape]}
+    if buffers is None:
+        data = arr.astype(np.complex128 if arr.dtype.kind == "c" else arr.dtype)
+        node["data"] = _to_json_list(data)
+    else:
+        node["buf"] = len(buffers)
+        buffers.append(np.ascontiguousarray(arr).tobytes())
+    return node
+
+
+def _to_json_list(arr: np.ndarray) -> Any:
+    if arr.dtype.kind == "c":
+        return [_to_json_list(arr.real), _to_json_list(arr.imag)]
+    if arr.dtype.kind == "f":
+        flat = [x if math.isfinite(x) else repr(x) for x in arr.astype(np.float64).ravel().tolist()]
+        return flat
+    return arr.ravel().tolist()
+
+
+def decode(node: Any, buffers: list[bytes] | None, depth: int = 0) -> Any:
+    """Decode a tree made by `encode`; raises WireError on anything unexpected."""
+    if depth > MAX_DEPTH + 1 or not isinstance(node, dict):
+        raise WireError("malformed value tree")
+    t = node.get("t")
+    if t in ("tensor", "ndarray"):
+        arr = _decode_array(node, buffers)
+        if t == "ndarray":
+            return arr
+        tensor = torch.from_numpy(arr)
+        want = node.get("torch_dtype")
+        if want == "bfloat16":
+            tensor = tensor.to(torch.bfloat16)
+        return tensor
+    if t == "none":
+        return None
+    if t == "scalar":
+        kind, v = node.get("kind"), node.get("v")
+        if kind == "bool":
+            return bool(v)
+        if kind == "int":
+            if not isinstance(v, int):
+                raise WireError("bad int")
+            return int(v)
+        if kind == "float":
+            return float(v) if isinstance(v, (int, float, str)) else _bad("bad float")
+        raise WireError("bad scalar")
+    if t == "str":
+        return str(node.get("v", ""))[:MAX_STR]
+    if t in ("tuple", "list"):
+        items = node.get("items")
+        if not isinstance(items, list) or len(items) > MAX_ITEMS:
+            raise WireError("bad sequence")
+        seq = [decode(i, buffers, depth + 1) for i in items]
+        return tuple(seq) if t == "tuple" else seq
+    if t == "dict":
+        items = node.get("items")
+        if not isinstance(items, dict) or len(items) > MAX_ITEMS:
+            raise WireError("bad dict")
+        return {str(k)[:MAX_STR]: decode(v, buffers, depth + 1) for k, v in items.items()}
+    if t == "other":
+        return Opaque(str(node.get("type", "object"))[:MAX_STR])
+    raise WireError(f"unknown value kind {str(t)[:40]!r}")
+
+
+def _bad(msg: str):
+    raise WireError(msg)
+
+
+def _decode_array(node: dict, buffers: list[bytes] | None) -> np.ndarray:
+    dtype_name = node.get("dtype")
+    shape = node.get("shape")
+    if dtype_name not in _NUMPY_DTYPES:
+        raise WireError(f"array of unsupported dtype {str(dtype_name)[:40]!r}")
+    if (not isinstance(shape, list) or len(shape) > MAX_NDIM
+            or not all(isinstance(s, int) and 0 <= s <= MAX_ARRAY_BYTES for s in shape)):
+        raise WireError("array with a malformed shape")
+    dtype = np.dtype(dtype_name)
+    count = math.prod(shape)
+    if count * dtype.itemsize > MAX_ARRAY_BYTES:
+        raise WireError("array larger than the size limit")
+    if "data" in node:  # inline (snapshots)
+        data = node["data"]
+        if dtype.kind == "c":
+            re = np.array([float(x) for x in data[0]], dtype=np.float64)
+            im = np.array([float(x) for x in data[1]], dtype=np.float64)
+            arr = (re + 1j * im).astype(dtype)
+        elif dtype.kind == "f":
+            arr = np.array([float(x) for x in data], dtype=np.float64).astype(dtype)
+        else:
+            arr = np.array(data, dtype=dtype)
+        if arr.size != count:
+            raise WireError("inline array of the wrong size")
+        return arr.reshape(shape)
+    index = node.get("buf")
+    if buffers is None or not isinstance(index, int) or not 0 <= index < len(buffers):
+        raise WireError("array without its data")
+    raw = buffers[index]
+    if len(raw) != count * dtype.itemsize:
+        raise WireError("array data of the wrong size")
+    return np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
+
+
+class Opaque:
+    """A value the other side could not express as data (a custom object, a function...)."""
+
+    def __init__(self, type_name: str):
+        self.type_name = type_name
+
+    def __repr__(self) -> str:
+        return f"<{self.type_name}>"
+
+
+# --- framing: one message = 4-byte header length, JSON header, then each buffer length-prefixed.
+
+MAX_HEADER = 4 * 2**20
+MAX_MESSAGE = 256 * 2**20
+
+
+def pack(header: dict, buffers: list[bytes]) -> bytes:
+    head = json.dumps({**header, "nbuf": len(buffers)}).encode()
+    parts = [struct.pack("!I", len(head)), head]
+    for b in buffers:
+        parts.append(struct.pack("!Q", len(b)))
+        parts.append(b)
+    return b"".join(parts)
+
+
+def unpack(read_exact) -> tuple[dict, list[bytes]]:
+    """Read one message with `read_exact(n) -> bytes`, checking every size before reading."""
+    (hlen,) = struct.unpack("!I", read_exact(4))
+    if hlen > MAX_HEADER:
+        raise WireError("message header too large")
+    try:
+        header = json.loads(read_exact(hlen))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise WireError("message header is not JSON") from e
+    if not isinstance(header, dict):
+        raise WireError("message header is not an object")
+    nbuf = header.get("nbuf", 0)
+    if not isinstance(nbuf, int) or not 0 <= nbuf <= 4096:
+        raise WireError("bad buffer count")
+    buffers, total = [], 0
+    for _ in range(nbuf):
+        (blen,) = struct.unpack("!Q", read_exact(8))
+        total += blen
+        if blen > MAX_ARRAY_BYTES or total > MAX_MESSAGE:
+            raise WireError("message larger than the size limit")
+        buffers.append(read_exact(blen))
+    return header, buffers

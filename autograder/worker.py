@@ -1,0 +1,136 @@
+"""The untrusted side: a worker process that imports one student's file and serves calls.
+
+It is forked by the zygote (see `zygote.py`) with limits already set and privileges dropped, and
+talks to the trusted grader over one socket. It holds no reference code, no expected values and
+no hidden test definitions: only the inputs of each call. Everything it sends back is data that
+the trusted side validates (`protocol.decode_outcome`).
+"""
+from __future__ import annotations
+
+import io
+import linecache
+import os
+import socket
+import sys
+import types
+
+from . import wire
+from .execute import describe_error, is_memory_error, run_call
+from .protocol import encode_outcome
+
+
+class CappedWriter(io.TextIOBase):
+    """Stands in for stdout/stderr: keeps nothing past a small cap, so printing is cheap."""
+
+    def __init__(self, cap: int):
+        self.cap = cap
+        self.size = 0
+
+    def write(self, s: str) -> int:
+        self.size = min(self.size + len(s), self.cap)
+        return len(s)
+
+    def writable(self) -> bool:
+        return True
+
+
+class Channel:
+    def __init__(self, sock: socket.socket):
+        self.sock = sock
+
+    def read_exact(self, n: int) -> bytes:
+        chunks, got = [], 0
+        while got < n:
+            b = self.sock.recv(min(n - got, 1 << 20))
+            if not b:
+                raise EOFError
+            chunks.append(b)
+            got += len(b)
+        return b"".join(chunks)
+
+    def recv(self) -> tuple[dict, list[bytes]]:
+        return wire.unpack(self.read_exact)
+
+    def send(self, header: dict, buffers: list[bytes] = ()) -> None:
+        self.sock.sendall(wire.pack(header, list(buffers)))
+
+
+def load_student_module(source: str, filename: str, module_name: str) -> types.ModuleType:
+    module = types.ModuleType(module_name)
+    module.__file__ = filename
+    sys.modules[module_name] = module
+    # Tracebacks quote the student's lines from linecache, since the file is not on disk.
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    code = compile(source, filename, "exec", dont_inherit=True)
+    exec(code, module.__dict__)
+    return module
+
+
+def describe_api(module: types.ModuleType, api: list[str]) -> dict:
+    import inspect
+
+    found = {}
+    for name in api:
+        value = module.__dict__.get(name, None)
+        if value is None and name not in module.__dict__:
+            continue
+        entry = {"kind": "function" if callable(value) else type(value).__name__[:60]}
+        try:
+            entry["params"] = [str(p)[:60] for p in inspect.signature(value).parameters][:16]
+        except (TypeError, ValueError):
+            entry["params"] = None
+        found[name] = entry
+    return found
+
+
+def serve(sock: socket.socket, output_cap: int) -> None:
+    """Main loop of a worker; returns when the trusted side closes the socket."""
+    sys.stdout = CappedWriter(output_cap)
+    sys.stderr = CappedWriter(output_cap)
+    channel = Channel(sock)
+    module = None
+    api: list[str] = []
+    while True:
+        try:
+            header, buffers = channel.recv()
+        except (EOFError, OSError, wire.WireError):
+            return
+        op = header.get("op")
+        if op == "load":
+            api = [str(a) for a in header.get("api", [])]
+            try:
+                module = load_student_module(header["source"], header["filename"],
+                                             header["module"])
+                channel.send({"ok": True, "defined": describe_api(module, api)})
+            except BaseException as exc:  # noqa: BLE001 - whatever the student's import raises
+                status = "memory" if is_memory_error(exc) else (
+                    "not_implemented" if isinstance(exc, NotImplementedError) else "error")
+                channel.send({"ok": False, "status": status, "error": describe_error(exc),
+                              "syntax": _syntax_info(exc)})
+        elif op == "call" and module is not None:
+            args, kwargs = wire.decode(header["inputs"], buffers)
+            upstream = wire.decode(header["upstream"], buffers)
+            func = module.__dict__.get(header["fn"])
+            outcome = run_call(func, tuple(args), dict(kwargs), upstream=upstream,
+                               want_grad=bool(header.get("want_grad")),
+                               forbidden=[str(f) for f in header.get("forbidden", [])], api=api)
+            out_buffers: list[bytes] = []
+            node = encode_outcome(outcome, out_buffers)
+            channel.send({"ok": True, "outcome": node}, out_buffers)
+        else:
+            channel.send({"ok": False, "status": "error", "error": {"message": "bad request"}})
+
+
+def _syntax_info(exc: BaseException) -> dict | None:
+    if isinstance(exc, SyntaxError):
+        return {"line": exc.lineno, "offset": exc.offset, "text": (exc.text or "").strip()[:200],
+                "msg": str(exc.msg)[:200]}
+    return None
+
+
+def main_from_fd(fd: int, output_cap: int) -> None:
+    sock = socket.socket(fileno=fd)
+    try:
+        serve(sock, output_cap)
+    finally:
+        os._exit(0)

@@ -1,0 +1,284 @@
+"""The fork server: a process that has imported torch once and forks one worker per submission.
+
+It runs inside the sandbox (bubblewrap when available), holds nothing secret (no reference, no
+hidden cases, no grades, a scrubbed environment) and never runs student code itself. For each
+worker it forks a small supervisor that puts the worker in its own PID and mount namespaces when
+it can (so killing the worker kills everything it started, `setsid()` daemons included), or
+otherwise becomes a child subreaper and kills every orphan the worker leaves. The worker then
+gets a fresh empty directory, resource limits and, when started as root, an unprivileged user
+with no supplementary groups, before any student code runs.
+"""
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import resource
+import shutil
+import signal
+import socket
+import sys
+import tempfile
+import time
+
+CLONE_NEWNS = 0x00020000
+CLONE_NEWPID = 0x20000000
+MS_REC, MS_PRIVATE = 0x4000, 1 << 18
+MS_NOSUID, MS_NODEV, MS_NOEXEC = 2, 4, 8
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE = 1, 4
+PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 36, 38
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _check(ret: int, what: str) -> None:
+    if ret != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+
+
+def can_unshare_pid() -> bool:
+    """Try, in a throwaway child, whether this process may create PID and mount namespaces."""
+    pid = os.fork()
+    if pid == 0:
+        ok = _libc.unshare(CLONE_NEWPID | CLONE_NEWNS) == 0
+        os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    return os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+
+
+def _set_limits(limits: dict, nproc: int) -> None:
+    mem = int(limits["memory_bytes"])
+    for res, value in (
+        (resource.RLIMIT_AS, mem),
+        (resource.RLIMIT_CPU, int(limits["cpu_seconds"])),
+        (resource.RLIMIT_FSIZE, int(limits["file_bytes"])),
+        (resource.RLIMIT_NOFILE, int(limits["open_files"])),
+        (resource.RLIMIT_NPROC, nproc),
+        (resource.RLIMIT_CORE, 0),
+    ):
+        try:
+            resource.setrlimit(res, (value, value))
+        except (ValueError, OSError):
+            pass
+
+
+def _tasks_of(uid: int) -> int:
+    count = 0
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.stat(f"/proc/{entry}").st_uid == uid:
+                    count += len(os.listdir(f"/proc/{entry}/task"))
+            except OSError:
+                pass
+    return count
+
+
+def _become_worker(sock_fd: int, workdir: str, uid: int | None, limits: dict,
+                   own_pidns: bool) -> None:
+    """In the worker: enter the sandbox for good, then serve the student's calls."""
+    if own_pidns:
+        # A private /proc: the worker sees only its own processes.
+        _libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None)
+        _libc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
+    os.setsid()
+    os.chdir(workdir)
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(devnull, fd)
+    os.closerange(3, sock_fd)
+    os.closerange(sock_fd + 1, 65536)
+    if uid is not None:
+        os.setgroups([])
+        os.setgid(uid)
+        os.setuid(uid)
+        nproc = int(limits["processes"])
+    else:
+        nproc = _tasks_of(os.getuid()) + int(limits["processes"])
+    _set_limits(limits, nproc)
+    _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    os.environ.clear()
+    os.environ.update({"PATH": "/usr/bin:/bin", "HOME": workdir, "TMPDIR": workdir,
+                       "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1"})
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD, signal.SIGPIPE):
+        signal.signal(sig, signal.SIG_DFL)
+    # Drop the grader's import path, keep the interpreter's own.
+    sys.path[:] = [p for p in sys.path if p.startswith(sys.base_prefix) or p.startswith(sys.prefix)
+                   or "site-packages" in p]
+    from .worker import main_from_fd
+
+    main_from_fd(sock_fd, int(limits["output_bytes"]))
+
+
+def _kill_orphans() -> None:
+    """As a subreaper: kill and reap every descendant left behind, until none is left."""
+    me = os.getpid()
+    for _ in range(200):
+        children = []
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    stat = f.read()
+                ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            if ppid == me:
+                children.append(int(entry))
+        if not children:
+            return
+        for pid in children:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        for pid in children:
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+
+
+def _kill_uid(uid: int) -> None:
+    """Kill every process of the worker's user (as that user: kill(-1) reaches exactly those)."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setgroups([])
+            os.setgid(uid)
+            os.setuid(uid)
+            for _ in range(20):
+                try:
+                    os.kill(-1, signal.SIGKILL)
+                except ProcessLookupError:
+                    break
+                time.sleep(0.005)
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+
+
+def _supervise(sock_fd: int, report_fd: int, uid: int | None, limits: dict,
+               use_pidns: bool) -> None:
+    """The per-worker supervisor (never runs student code)."""
+    if use_pidns:
+        _check(_libc.unshare(CLONE_NEWPID | CLONE_NEWNS), "unshare")
+    else:
+        _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    workdir = tempfile.mkdtemp(prefix="submission-")
+    if uid is not None:
+        os.chown(workdir, uid, uid)
+    os.chmod(workdir, 0o700)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            _become_worker(sock_fd, workdir, uid, limits, use_pidns)
+        finally:
+            os._exit(70)
+    os.close(sock_fd)
+    os.write(report_fd, json.dumps({"pid": pid}).encode() + b"\n")
+    _, status = os.waitpid(pid, 0)
+    if not use_pidns:
+        _kill_orphans()
+    if uid is not None:
+        _kill_uid(uid)
+    shutil.rmtree(workdir, ignore_errors=True)
+    info = {"exit": os.WEXITSTATUS(status)} if os.WIFEXITED(status) else \
+        {"signal": os.WTERMSIG(status)}
+    os.write(report_fd, json.dumps(info).encode() + b"\n")
+    os._exit(0)
+
+
+class Zygote:
+    def __init__(self, control: socket.socket):
+        self.control = control
+        self.use_pidns = os.geteuid() == 0 and can_unshare_pid()
+        self.workers: dict[int, dict] = {}
+
+    def reply(self, msg: dict) -> None:
+        self.control.sendall(json.dumps(msg).encode() + b"\n")
+
+    def spawn(self, req: dict, fd: int) -> None:
+        read_end, write_end = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            self.control.close()
+            os.close(read_end)
+            try:
+                _supervise(fd, write_end, req.get("uid"), req["limits"], self.use_pidns)
+            finally:
+                os._exit(71)
+        os.close(fd)
+        os.close(write_end)
+        stream = os.fdopen(read_end, "rb")
+        first = json.loads(stream.readline() or b"{}")
+        self.workers[req["id"]] = {"supervisor": pid, "pid": first.get("pid"), "stream": stream}
+        self.reply({"id": req["id"], "spawned": first.get("pid") is not None})
+
+    def finish(self, req: dict) -> None:
+        """Stop a worker (after a grace period) and report how it ended."""
+        w = self.workers.pop(req["id"], None)
+        if w is None:
+            self.reply({"id": req["id"], "unknown": True})
+            return
+        deadline = time.monotonic() + float(req.get("grace", 0))
+        while time.monotonic() < deadline:
+            if os.waitpid(w["supervisor"], os.WNOHANG)[0]:
+                w["reaped"] = True
+                break
+            time.sleep(0.002)
+        if w["pid"] and not w.get("reaped"):
+            try:
+                os.kill(w["pid"], signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        info = json.loads(w["stream"].readline() or b"{}")
+        w["stream"].close()
+        if not w.get("reaped"):
+            os.waitpid(w["supervisor"], 0)
+        self.reply({"id": req["id"], **info})
+
+    def serve(self) -> None:
+        buf = b""
+        self.reply({"ready": True, "pidns": self.use_pidns, "euid": os.geteuid()})
+        while True:
+            msg, fds, _, _ = socket.recv_fds(self.control, 65536, 4)
+            if not msg:
+                break
+            buf += msg
+            while b"\n" in buf:
+                line, buf = buf.split(b"\n", 1)
+                req = json.loads(line)
+                if req["op"] == "spawn":
+                    self.spawn(req, fds.pop(0))
+                elif req["op"] == "finish":
+                    self.finish(req)
+        for w in self.workers.values():
+            if w["pid"]:
+                try:
+                    os.kill(w["pid"], signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+
+
+def main(control_fd: int) -> None:
+    import torch
+
+    torch.set_num_threads(1)
+    # Warm up the code paths every worker uses, so forks share them instead of redoing them.
+    from . import execute, protocol, wire, worker  # noqa: F401
+
+    x = torch.randn(2, 3, requires_grad=True)
+    outcome = execute.run_call(lambda t: (t.softmax(-1) @ t.T, t.numpy()), (x,), {},
+                               upstream=(torch.ones(2, 2), None), want_grad=True,
+                               forbidden=["torch.softmax", "aten._softmax"])
+    protocol.encode_outcome(outcome, [])
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    Zygote(socket.socket(fileno=control_fd)).serve()
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]))
