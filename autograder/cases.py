@@ -335,7 +335,12 @@ class Question:
             raise CheckFailed([Problem("memory", f"{fn_name} ran out of memory{where}: "
                                                  f"{err.get('message')}")], status="memory")
         hint = ""
-        if "in-place operation" in str(err.get("message")):
+        message = str(err.get("message"))
+        if any(m in message for m in _SHAPE_ERRORS):
+            hint = ("; a shape mismatch: check the shapes on that line when inputs have extra "
+                    "leading dimensions or Tq != Tk (`.T` reverses every dimension; "
+                    "`.transpose(-2, -1)` swaps the last two)")
+        if "in-place operation" in message:
             hint = ("; your code changes a tensor in place (`x -= ...`, `x[...] = ...`, "
                     "`.add_()`), which breaks autograd: compute a new tensor instead")
         raise CheckFailed([Problem("error", f"{fn_name} raised {err.get('type')}: "
@@ -376,6 +381,11 @@ class Question:
             return checks.compare_gradients(exp["grads"], got["grads"], got["grad_error"], labels,
                                             self.tolerance)
         return []
+
+
+_SHAPE_ERRORS = ("must match the size", "cannot be multiplied", "size mismatch",
+                 "shape '[", "Dimension out of range", "cannot be broadcast",
+                 "The expanded size")
 
 
 def _item_name(assignment: Assignment, function: str, path: tuple) -> str:

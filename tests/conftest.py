@@ -1,0 +1,73 @@
+"""Shared fixtures: the assignment, one sandbox for the whole run, and grading helpers."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SUBMISSIONS = ROOT / "tests" / "submissions"
+sys.path.insert(0, str(ROOT))
+
+from autograder.assignment import load_assignment  # noqa: E402
+from autograder.grade import check_in_process, grade_submission  # noqa: E402
+from autograder.sandbox import Sandbox  # noqa: E402
+
+QUESTIONS = ["softmax", "attention", "mask", "split_heads", "multi_head", "block"]
+
+
+def read_header(path: Path) -> dict[str, str]:
+    """`# key: value` lines at the top of a corpus file."""
+    header = {}
+    for line in path.read_text().splitlines():
+        m = re.match(r"#\s*(\w+):\s*(.*)", line)
+        if not m:
+            break
+        header[m.group(1)] = m.group(2).strip()
+    return header
+
+
+def id_list(value: str) -> list[str]:
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+@pytest.fixture(scope="session")
+def assignment():
+    return load_assignment("attention")
+
+
+@pytest.fixture(scope="session")
+def sandbox():
+    s = Sandbox("auto")
+    yield s
+    s.close()
+
+
+@pytest.fixture(scope="session")
+def grade(assignment, sandbox):
+    def _grade(path: Path, **kw):
+        return grade_submission(assignment, Path(path), sandbox, **kw)
+    return _grade
+
+
+@pytest.fixture(scope="session")
+def check(assignment):
+    def _check(path: Path):
+        return check_in_process(assignment, Path(path))
+    return _check
+
+
+def run_cli(*args: str, cwd: Path | None = None, env: dict | None = None,
+            timeout: int = 600) -> subprocess.CompletedProcess:
+    full_env = {**os.environ, **(env or {})}
+    return subprocess.run([sys.executable, "-m", "autograder", *args], cwd=cwd or ROOT,
+                          capture_output=True, text=True, timeout=timeout, env=full_env)
+
+
+def load_json(path: Path) -> dict:
+    return json.loads(Path(path).read_text())

