@@ -102,7 +102,8 @@ def describe_type(value: Any) -> str:
     if value is None:
         return "None"
     if isinstance(value, Opaque):
-        return f"an object of type {value.type_name}"
+        name = value.type_name
+        return f"a {name}" if " " in name else f"an object of type {name}"
     return f"a {type(value).__name__}"
 
 

@@ -20,6 +20,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -95,12 +96,12 @@ def bwrap_command(python: list[str], as_root: bool) -> list[str]:
     for d in _python_dirs():
         if d.startswith("/usr/"):
             continue
-        # Parents are created world-traversable: the worker's user must reach the interpreter
+        # Parents are created traversable, not listable: the worker's user must reach the interpreter
         # even where the host keeps it under a private home (e.g. /root/.pyenv).
         for parent in reversed(Path(d).parents):
             if str(parent) != "/" and str(parent) not in made:
                 made.add(str(parent))
-                cmd += ["--perms", "0755", "--dir", str(parent)]
+                cmd += ["--perms", "0711", "--dir", str(parent)]
         cmd += ["--ro-bind", d, d]
     cmd += ["--ro-bind", str(ENGINE_DIR), f"{SANDBOX_ENGINE_ROOT}/autograder",
             "--chdir", "/tmp", "--clearenv"]
@@ -171,9 +172,11 @@ class Sandbox:
             cmd = bwrap_command(_zygote_python(fd, SANDBOX_ENGINE_ROOT), self.root)
         else:
             cmd = _zygote_python(fd, str(ENGINE_DIR.parent))
+        # The fork server's own errors go to a file: a pipe nobody reads could fill and block.
+        self.errors = tempfile.TemporaryFile()
         self.proc = subprocess.Popen(cmd, pass_fds=[fd], env=SCRUBBED_ENV, cwd="/",
                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE)
+                                     stderr=self.errors)
         theirs.close()
         self._buf = b""
         self._next_id = 0
@@ -196,21 +199,23 @@ class Sandbox:
                 chunk = None
             if not chunk:
                 err = b""
-                if self.proc.poll() is not None and self.proc.stderr:
-                    err = self.proc.stderr.read()[-2000:]
+                if self.proc.poll() is not None:
+                    self.errors.seek(0)
+                    err = self.errors.read()[-2000:]
                 raise SandboxError("the sandbox's fork server stopped answering"
                                    + (f": {err.decode(errors='replace')}" if err else ""))
             self._buf += chunk
         line, self._buf = self._buf.split(b"\n", 1)
         return json.loads(line)
 
-    def spawn(self, limits: Limits) -> tuple[int, socket.socket]:
+    def spawn(self, limits: Limits) -> tuple[int, socket.socket, int]:
         self._next_id += 1
         wid = self._next_id
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        memory = self._memory_bytes(limits)
         req = {"op": "spawn", "id": wid, "uid": self.uid if self.level != "rlimits" else None,
                "limits": {
-                   "memory_bytes": self._memory_bytes(limits),
+                   "memory_bytes": memory,
                    "cpu_seconds": int(limits.submission_seconds * 2 + 30),
                    "file_bytes": limits.file_mb * 2**20,
                    "open_files": limits.open_files,
@@ -222,7 +227,7 @@ class Sandbox:
         if not reply.get("spawned"):
             ours.close()
             raise SandboxError("the fork server could not start a worker")
-        return wid, ours
+        return wid, ours, memory
 
     def _memory_bytes(self, limits: Limits) -> int:
         # The worker inherits torch's address space from the fork server: the limit is on top.
@@ -242,6 +247,7 @@ class Sandbox:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+            self.errors.close()
 
 
 def _vm_size(pid: int) -> int:
@@ -289,6 +295,7 @@ class WorkerSession:
         self.module, self.api, self.limits = module, api, limits
         self.wid: int | None = None
         self.sock: socket.socket | None = None
+        self.memory_bytes = 0
         self.started = time.monotonic()
         self.question_deadline = self.started + limits.question_seconds
         self.question_seconds = limits.question_seconds
@@ -302,7 +309,7 @@ class WorkerSession:
 
     # -- lifecycle
     def load(self) -> LoadResult:
-        self.wid, self.sock = self.sandbox.spawn(self.limits)
+        self.wid, self.sock, self.memory_bytes = self.sandbox.spawn(self.limits)
         deadline = min(time.monotonic() + self.limits.import_seconds,
                        self.started + self.limits.submission_seconds)
         reply, _ = self._exchange({"op": "load", "source": self.source,
@@ -377,7 +384,11 @@ class WorkerSession:
 
             return wire.unpack(read_exact)
         except socket.timeout:
-            self._stop()
+            info = self._stop()
+            if info.get("vm_peak", 0) >= 0.9 * self.memory_bytes:
+                raise WorkerStopped("memory", f"memory limit: {doing} used all the memory "
+                                              f"allowed ({self.limits.memory_mb} MB above the "
+                                              "baseline) and then ran out of time") from None
             limit = ("the whole submission" if deadline >= self.started +
                      self.limits.submission_seconds - 1e-6 else "this question")
             seconds = (self.limits.submission_seconds if limit == "the whole submission"
@@ -390,7 +401,7 @@ class WorkerSession:
             raise WorkerStopped(*_death(info, doing)) from None
 
 
-_SIGNALS = {9: "killed", 11: "crashed (segmentation fault)", 6: "aborted",
+_SIGNALS = {9: "killed", 11: "crashed (segmentation fault; endless recursion?)", 6: "aborted",
             24: "stopped by the CPU time limit", 25: "stopped by the file size limit",
             7: "crashed (bus error)", 8: "crashed (arithmetic error)"}
 
@@ -404,5 +415,7 @@ def _death(info: dict, doing: str) -> tuple[str, str]:
         return "memory", f"the process was killed while {doing} (out of memory?)"
     if sig == 24:
         return "timeout", f"the CPU time limit stopped {doing}"
+    if sig is None:
+        return "error", f"the process stopped unexpectedly while {doing}"
     what = _SIGNALS.get(sig, f"ended by signal {sig}")
     return "error", f"the process {what} while {doing}"

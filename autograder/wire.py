@@ -55,15 +55,19 @@ def encode(value: Any, buffers: list[bytes] | None, depth: int = 0) -> dict:
             t = t.to(torch.float32)
         if t.dtype not in _TORCH_TO_NUMPY:
             return {"t": "other", "type": f"tensor of dtype {torch_dtype_name(dtype)}"}
+        if t.numel() * t.element_size() > MAX_ARRAY_BYTES or t.ndim > MAX_NDIM:
+            return {"t": "other", "type": f"tensor too large to check, of shape {tuple(t.shape)}"}
         arr = torch.Tensor.numpy(torch.Tensor.contiguous(torch.Tensor.cpu(t)), force=True)
         node = _array_node(np.asarray(arr), buffers)
         node.update(t="tensor", torch_dtype=torch_dtype_name(dtype),
                     requires_grad=bool(value.requires_grad))
         return node
     if isinstance(value, np.ndarray):
-        arr = np.asarray(value)
+        arr = np.ndarray.view(value, np.ndarray)
         if arr.dtype.name not in _NUMPY_DTYPES:
             return {"t": "other", "type": f"ndarray of dtype {arr.dtype.name}"}
+        if arr.nbytes > MAX_ARRAY_BYTES or arr.ndim > MAX_NDIM:
+            return {"t": "other", "type": f"array too large to check, of shape {arr.shape}"}
         node = _array_node(arr, buffers)
         node["t"] = "ndarray"
         return node

@@ -115,7 +115,15 @@ def serve(sock: socket.socket, output_cap: int) -> None:
                                want_grad=bool(header.get("want_grad")),
                                forbidden=[str(f) for f in header.get("forbidden", [])], api=api)
             out_buffers: list[bytes] = []
-            node = encode_outcome(outcome, out_buffers)
+            try:
+                node = encode_outcome(outcome, out_buffers)
+            except BaseException as exc:  # noqa: BLE001 - a returned object that resists encoding
+                out_buffers = []
+                node = encode_outcome({
+                    "status": "error", "error": {
+                        "type": type(exc).__name__[:80], "function": header["fn"],
+                        "message": "the value your function returned could not be sent to the "
+                                   "grader; return plain tensors"}}, out_buffers)
             channel.send({"ok": True, "outcome": node}, out_buffers)
         else:
             channel.send({"ok": False, "status": "error", "error": {"message": "bad request"}})
@@ -133,4 +141,4 @@ def main_from_fd(fd: int, output_cap: int) -> None:
     try:
         serve(sock, output_cap)
     finally:
-        os._exit(0)
+        os._exit(0 if sys.exc_info()[0] is None else 70)

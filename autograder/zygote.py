@@ -181,15 +181,29 @@ def _supervise(sock_fd: int, report_fd: int, uid: int | None, limits: dict,
     os.close(sock_fd)
     os.write(report_fd, json.dumps({"pid": pid}).encode() + b"\n")
     _, status = os.waitpid(pid, 0)
+    # With its own PID namespace, the worker was that namespace's init: when it died the kernel
+    # killed everything left inside (and this process can no longer fork into it).
     if not use_pidns:
         _kill_orphans()
-    if uid is not None:
-        _kill_uid(uid)
+        if uid is not None:
+            _kill_uid(uid)
     shutil.rmtree(workdir, ignore_errors=True)
     info = {"exit": os.WEXITSTATUS(status)} if os.WIFEXITED(status) else \
         {"signal": os.WTERMSIG(status)}
     os.write(report_fd, json.dumps(info).encode() + b"\n")
     os._exit(0)
+
+
+def _vm_peak(pid: int) -> int | None:
+    """Peak address space of a live worker, to tell a memory hog from an endless loop."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmPeak:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        pass
+    return None
 
 
 class Zygote:
@@ -209,6 +223,9 @@ class Zygote:
             os.close(read_end)
             try:
                 _supervise(fd, write_end, req.get("uid"), req["limits"], self.use_pidns)
+            except BaseException as exc:  # noqa: BLE001 - report, never unwind into the server
+                os.write(write_end, json.dumps({"supervisor_error": repr(exc)[:300]}).encode()
+                         + b"\n")
             finally:
                 os._exit(71)
         os.close(fd)
@@ -230,12 +247,15 @@ class Zygote:
                 w["reaped"] = True
                 break
             time.sleep(0.002)
+        peak = _vm_peak(w["pid"]) if w["pid"] and not w.get("reaped") else None
         if w["pid"] and not w.get("reaped"):
             try:
                 os.kill(w["pid"], signal.SIGKILL)
             except ProcessLookupError:
                 pass
         info = json.loads(w["stream"].readline() or b"{}")
+        if peak:
+            info["vm_peak"] = peak
         w["stream"].close()
         if not w.get("reaped"):
             os.waitpid(w["supervisor"], 0)

@@ -1,0 +1,213 @@
+"""Hostile submissions, graded in one batch beside honest ones, as an instructor would.
+
+Each test asserts an outcome a user depends on: the batch finishes, every submission has a row,
+cheats gain nothing, honest submissions keep their exact scores, nothing is left running, no
+secret leaks, and nothing outside the sandbox is written or deleted.
+"""
+import json
+import os
+import shutil
+import subprocess
+import time
+
+import pytest
+
+from conftest import QUESTIONS, SUBMISSIONS, run_cli
+
+HOSTILE = SUBMISSIONS / "hostile"
+SECRET = "s3cr3t-grader-token-4711"
+MARKERS = ("hostile_", "HOSTILE_SUBMISSION_DETACHED_MARKER", "sleep 1000")
+FULL = {q: "full" for q in QUESTIONS}
+ZERO = {q: 0 for q in QUESTIONS}
+
+# What each file must score, per question: "full", an exact score, or ("<=", n).
+EXPECTED = {
+    "honest.py": FULL,
+    "delete_other_submissions.py": FULL,
+    "detached_background_processes_at_import.py": FULL,
+    "fork_bomb_bounded.py": FULL,
+    "fork_child_lingers.py": FULL,
+    "output_flood.py": FULL,
+    "privilege_escalation_probe.py": FULL,
+    "proc_mem_read_other_processes.py": FULL,
+    "socket_probe_localhost.py": FULL,
+    "thread_runs_forever.py": FULL,
+    "kill_parent_and_process_group.py": {**FULL, "softmax": ("<=", 6)},
+    "fake_score_output.py": ZERO,
+    "filesystem_and_sys_modules_reference_search.py": ZERO,
+    "forge_worker_channel.py": ZERO,
+    "gc_object_scan.py": ZERO,
+    "monkeypatch_numpy.py": ZERO,
+    "monkeypatch_otter.py": ZERO,
+    "monkeypatch_torch.py": ZERO,
+    "monkeypatch_unittest_pytest.py": ZERO,
+    "overwrite_grader_output_paths.py": ZERO,
+    "pickle_rce_return_values.py": ZERO,
+    "stack_frame_snooping.py": ZERO,
+    "write_customize_and_conftest_files.py": ZERO,
+    "write_fake_results_files.py": ZERO,
+    "sys_exit_at_import.py": ZERO,
+    "import_hang_ignoring_signals.py": ZERO,
+    "patch_random_generators.py": {**ZERO, "mask": ("<=", 2)},
+    "huge_and_weird_return_values.py": {**ZERO, "mask": ("<=", 2)},
+    "lying_tensor_subclass_softmax.py": {**FULL, "softmax": 0},
+    "lying_ndarray_subclass_softmax.py": {**FULL, "softmax": 0},
+    "os_exit_in_softmax.py": {**FULL, "softmax": 0},
+    "close_all_fds_softmax.py": {**FULL, "softmax": 0},
+    "infinite_loop_softmax.py": {**FULL, "softmax": 0},
+    "signal_ignoring_spin_attention.py": {**FULL, "attention": 0, "mask": ("<=", 2)},
+    "deep_recursion_split_heads.py": {**FULL, "split_heads": ("<=", 1)},
+    "memory_hog_layer_norm.py": {**FULL, "block": 0},
+    "base_exceptions_and_evil_messages.py": {**ZERO, "attention": "full", "mask": ("<=", 4),
+                                             "split_heads": ("<=", 1)},
+    "leak_secret_env_and_proc.py": {**FULL, "mask": ("<=", 4)},
+}
+STATUS = {
+    ("infinite_loop_softmax.py", "softmax"): "timeout",
+    ("signal_ignoring_spin_attention.py", "attention"): "timeout",
+    ("import_hang_ignoring_signals.py", "softmax"): "timeout",
+    ("memory_hog_layer_norm.py", "block"): "memory limit",
+    ("sys_exit_at_import.py", "softmax"): "error",
+    ("os_exit_in_softmax.py", "softmax"): "error",
+}
+
+
+def leftover_processes() -> list[str]:
+    out = subprocess.run(["ps", "-eo", "uid=,pid=,args="], capture_output=True,
+                         text=True).stdout
+    left = []
+    for line in out.splitlines():
+        uid, _, rest = line.strip().partition(" ")
+        if (uid.isdigit() and 61000 <= int(uid) < 61100) or any(m in rest for m in MARKERS):
+            if "ps -eo" not in rest:
+                left.append(line.strip())
+    return left
+
+
+@pytest.fixture(scope="module")
+def batch(tmp_path_factory):
+    """Grade the hostile corpus together with honest copies, from a class folder."""
+    root = tmp_path_factory.mktemp("class")
+    cls = root / "submissions"
+    cls.mkdir()
+    for f in HOSTILE.glob("*.py"):
+        shutil.copy(f, cls / f.name)
+    honest = sorted((SUBMISSIONS / "correct").glob("*.py"))[:3]
+    for f in honest:
+        shutil.copy(f, cls / f"zz_honest_{f.name}")
+    before = sorted(p.name for p in cls.iterdir())
+    out = root / "out" / "results.json"
+    out.parent.mkdir()
+    start = time.monotonic()
+    r = run_cli("grade", "-a", "attention", str(cls), "--json", str(out), "--feedback",
+                "--limit", "question_seconds=5", "--limit", "import_seconds=5",
+                cwd=root, env={"AUTOGRADER_TEST_SECRET": SECRET}, timeout=1200)
+    time.sleep(0.5)
+    return {"proc": r, "out": out, "dir": cls, "root": root, "before": before,
+            "seconds": time.monotonic() - start, "honest": [f"zz_honest_{f.name}" for f in honest]}
+
+
+def test_batch_finishes_with_a_row_for_every_submission(batch):
+    r = batch["proc"]
+    assert r.returncode == 0, r.stderr[-3000:]
+    data = json.loads(batch["out"].read_text())
+    names = sorted(os.path.basename(s["path"]) for s in data["submissions"])
+    assert names == batch["before"]
+    for s in data["submissions"]:
+        assert list(s["questions"]) == QUESTIONS
+        for q in s["questions"].values():
+            assert q["status"] in {"passed", "partial", "failed", "not attempted", "error",
+                                   "timeout", "memory limit", "forbidden call"}
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_each_attack_gains_nothing(batch, name):
+    data = json.loads(batch["out"].read_text())
+    sub = next(s for s in data["submissions"] if os.path.basename(s["path"]) == name)
+    for qid, want in EXPECTED[name].items():
+        q = sub["questions"][qid]
+        if want == "full":
+            assert q["score"] == q["max_score"], f"{qid}: {q['feedback']}"
+        elif isinstance(want, tuple):
+            assert q["score"] <= want[1], f"{qid}: {q['feedback']}"
+        else:
+            assert q["score"] == want, f"{qid}: {q['feedback']}"
+        if (name, qid) in STATUS:
+            assert q["status"] == STATUS[(name, qid)], f"{qid}: {q['feedback']}"
+        assert len(q["feedback"]) < 20_000
+
+
+def test_every_hostile_file_has_an_expectation():
+    assert sorted(f.name for f in HOSTILE.glob("*.py")) == sorted(EXPECTED)
+
+
+def test_honest_submissions_keep_their_exact_scores(batch):
+    data = json.loads(batch["out"].read_text())
+    for s in data["submissions"]:
+        if os.path.basename(s["path"]).startswith("zz_honest_"):
+            assert s["score"] == s["max_score"] == 35, s
+
+
+def test_nothing_is_left_running(batch):
+    assert leftover_processes() == []
+
+
+def test_no_secret_in_any_output(batch):
+    r = batch["proc"]
+    assert SECRET not in r.stdout and SECRET not in r.stderr
+    for f in batch["root"].rglob("*"):
+        if f.is_file():
+            assert SECRET.encode() not in f.read_bytes(), f
+
+
+def test_nothing_outside_the_sandbox_was_written_or_deleted(batch):
+    assert sorted(p.name for p in batch["dir"].iterdir()) == batch["before"]
+    assert sorted(p.name for p in batch["out"].parent.iterdir()) == ["results.json"]
+    assert sorted(p.name for p in batch["root"].iterdir()) == ["out", "submissions"]
+    for name in ("conftest.py", "sitecustomize.py", "usercustomize.py", "results.json"):
+        assert not (SUBMISSIONS.parent / name).exists() or name == "conftest.py"
+    assert not (SUBMISSIONS.parent.parent / "results.json").exists()
+    assert not os.path.exists("/autograder/results/results.json")
+    assert "HOSTILE_CUSTOMIZE_EXECUTED" not in batch["proc"].stderr
+    assert "HOSTILE_PICKLE_RCE_EXECUTED" not in batch["proc"].stderr + batch["proc"].stdout
+
+
+def test_printed_fake_scores_have_no_effect(batch):
+    out = batch["proc"].stdout
+    assert "100/100" not in out and '"score": 100' not in out
+
+
+def test_the_sandbox_level_is_reported(batch):
+    assert "sandbox: namespaces" in batch["proc"].stdout or \
+        "sandbox: user" in batch["proc"].stdout or "sandbox: rlimits" in batch["proc"].stdout
+    data = json.loads(batch["out"].read_text())
+    assert all(s["sandbox"] for s in data["submissions"])
+
+
+# A weaker level still kills leftovers, enforces time limits and survives exits. Only attacks
+# whose defence does not rest on a separate user or namespaces are run here: at this level the
+# worker runs as the grader's own user.
+DEGRADED = ["honest.py", "detached_background_processes_at_import.py", "fork_child_lingers.py",
+            "thread_runs_forever.py", "infinite_loop_softmax.py", "os_exit_in_softmax.py",
+            "sys_exit_at_import.py", "output_flood.py", "memory_hog_layer_norm.py"]
+
+
+def test_rlimits_level_still_contains_processes_and_time(tmp_path):
+    for name in DEGRADED:
+        shutil.copy(HOSTILE / name, tmp_path / name)
+    out = tmp_path / "r.json"
+    r = run_cli("grade", "-a", "attention", str(tmp_path), "--json", str(out), "--sandbox",
+                "rlimits", "--limit", "question_seconds=5", "--jobs", "1", timeout=900)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "sandbox: rlimits" in r.stdout
+    time.sleep(0.5)
+    assert leftover_processes() == []
+    data = {os.path.basename(s["path"]): s for s in json.loads(out.read_text())["submissions"]}
+    assert sorted(data) == sorted(DEGRADED)
+    for name in DEGRADED:
+        for qid, want in EXPECTED[name].items():
+            q = data[name]["questions"][qid]
+            if want == "full":
+                assert q["score"] == q["max_score"], (name, qid, q["feedback"])
+            else:
+                assert q["score"] == want, (name, qid, q["feedback"])
