@@ -296,7 +296,11 @@ def compare_gradients(expected: dict, got: dict | None, grad_error: str | None, 
         if problems:
             p = problems[0]
             lead = "your output is right, but "
-            return [Problem("gradient", lead + p.public, lead + (p.hidden or p.public))]
+
+            def reword(text: str) -> str:
+                return lead + text.replace(": values differ", " differs", 1)
+
+            return [Problem("gradient", reword(p.public), reword(p.hidden or p.public))]
     return []
 
 

@@ -1,0 +1,5 @@
+import torch
+
+
+def softmax(x, dim=-1)
+    return x.exp() / x.exp().sum(dim, keepdim=True)
