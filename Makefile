@@ -11,13 +11,18 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[test]'
 	touch $(STAMP)
 
-# bubblewrap gives the strongest sandbox; without it (or without root) grading degrades and says so.
+# bubblewrap gives the strongest sandbox (without it, or without root, grading degrades and
+# says so); chromium lets the tests open the HTML report in a headless browser.
+SYSTEM_PACKAGES := bubblewrap chromium
 system-deps:
-	@if ! command -v bwrap >/dev/null 2>&1; then \
+	@missing=""; \
+	command -v bwrap >/dev/null 2>&1 || missing="$$missing bubblewrap"; \
+	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
+	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    (apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null) || \
-	      echo "note: could not install bubblewrap; the sandbox will use a weaker level"; \
-	  else echo "note: bubblewrap not installed; the sandbox will use a weaker level"; fi; \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing \
+	      >/dev/null) || echo "note: could not install$$missing"; \
+	  else echo "note: not installed:$$missing (the sandbox degrades without bubblewrap)"; fi; \
 	fi
 
 install: $(STAMP) system-deps

@@ -54,58 +54,104 @@ def _protect_this_process() -> None:
 
 
 def cmd_grade(args) -> int:
+    from .batch import grade_class, sandbox_description
+    from .classlist import discover
     from .feedback import submission_text, summary_table
-    from .grade import grade_submission
+    from .report import write_reports
+    from .errors import SandboxError
     from .results import results_json
-    from .sandbox import Sandbox, SandboxError
-    from .submissions import find_submissions
 
     _protect_this_process()
     assignment = load_assignment(args.assignment)
     limits = assignment.limits.override(parse_cli_limits(args.limit))
-    files = find_submissions(args.paths)
-    if not files:
-        print("autograder: no .py or .ipynb submissions found", file=sys.stderr)
+    students = discover(args.paths, assignment.student_file)
+    if not students:
+        print("autograder: no submissions found", file=sys.stderr)
         return 2
-    jobs = max(1, min(args.jobs or os.cpu_count() or 1, len(files)))
-    results = [None] * len(files)
-    local = threading.local()
-    sandboxes = []
-    lock = threading.Lock()
-
-    def work(i: int) -> None:
-        if not hasattr(local, "sandbox"):
-            with lock:
-                slot = len(sandboxes)
-            local.sandbox = Sandbox(args.sandbox, slot=slot)
-            with lock:
-                sandboxes.append(local.sandbox)
-        results[i] = grade_submission(assignment, files[i], local.sandbox, limits,
-                                      questions=args.question or None)
-        if args.verbose:
-            print(f"graded {files[i]}: {results[i].score:g}/{results[i].max_score:g}",
-                  file=sys.stderr)
-
+    out = Path(args.out) if args.out else None
     try:
-        with ThreadPoolExecutor(max_workers=jobs) as pool:
-            list(pool.map(work, range(len(files))))
+        graded = grade_class(assignment, students, out=out, jobs=args.jobs or os.cpu_count() or 1,
+                             sandbox_level=args.sandbox, limits=limits,
+                             questions=args.question or None, public_only=args.public_only)
     except SandboxError as e:
         print(f"autograder: {e}", file=sys.stderr)
         return 3
-    finally:
-        for s in sandboxes:
-            s.close()
+    results = [g.result for g in graded]
     qids = [q.id for q in assignment.questions if not args.question or q.id in args.question]
     print(summary_table(results, qids))
-    if sandboxes:
-        print(f"\nsandbox: {sandboxes[0].description}")
+    cached = sum(g.cached for g in graded)
+    level = sandbox_description(graded)
+    if level:
+        print(f"\nsandbox: {level}")
+    if cached:
+        print(f"{cached} of {sum(g.student.file is not None for g in graded)} submissions "
+              "unchanged since the last run (cached)")
     if args.feedback:
         for r in results:
             print()
             print(submission_text(r))
+    if out:
+        flags = repository_flags(assignment, graded)
+        files = write_reports(out, assignment, results, flags)
+        print(f"wrote {files['csv']}, {files['json']}, {files['html']} and "
+              f"{len(results)} feedback files in {files['feedback']}")
     if args.json:
         Path(args.json).write_text(json.dumps(results_json(assignment.name, results), indent=2))
         print(f"wrote {args.json}")
+    return 0
+
+
+def repository_flags(assignment, graded) -> list[dict]:
+    """Student repositories whose shipped workflow or tests were changed (Classroom layout)."""
+    from .classroom import repository_flags as check_repo
+
+    originals = shipped_files(assignment)
+    flags = []
+    for g in graded:
+        folder = g.student.folder
+        if folder is None or not (folder / ".github").is_dir():
+            continue
+        for why in check_repo(folder, originals):
+            flags.append({"student": g.student.name, "why": why})
+    return flags
+
+
+def shipped_files(assignment) -> dict[str, bytes]:
+    """What `autograder build` puts in a student repository that students must not change."""
+    from .classroom import WORKFLOW_PATH, workflow_yaml
+
+    files = {WORKFLOW_PATH: workflow_yaml(assignment, assignment_dir=CLASSROOM_ASSIGNMENT_DIR)
+             .encode()}
+    try:
+        from .build import public_test_files
+    except ImportError:
+        return files
+    for rel, content in public_test_files(assignment, CLASSROOM_ASSIGNMENT_DIR).items():
+        files[rel] = content
+    return files
+
+
+CLASSROOM_ASSIGNMENT_DIR = "grader"
+
+
+def cmd_classroom(args) -> int:
+    """One question's public cases as GitHub Classroom runner output (`result=<base64>`)."""
+    from .classroom import encode_result, runner_json
+
+    assignment = load_assignment(args.assignment)
+    path = Path(args.file)
+    result = None
+    if path.exists():
+        from .grade import check_in_process
+
+        result = check_in_process(assignment, path, questions=[args.question])
+    if result is None or args.question not in result.questions:
+        from .runner import failed_everywhere
+
+        result = failed_everywhere(assignment, str(path), "error", f"{path} not found",
+                                   include_hidden=False)
+    data = runner_json(result.questions[args.question], path.name)
+    print(f"result={encode_result(data)}")
     return 0
 
 
@@ -145,6 +191,53 @@ def cmd_sandbox(args) -> int:
     return 0
 
 
+def cmd_build(args) -> int:
+    """The student bundle, the Gradescope zip and the otter zip of an assignment."""
+    from .build import BuildError, build_all
+
+    assignment = load_assignment(args.assignment)
+    try:
+        built = build_all(assignment, Path(args.out), otter=not args.no_otter)
+    except BuildError as e:
+        print(f"autograder: {e}", file=sys.stderr)
+        return 2
+    for kind, path in built.items():
+        print(f"{kind:<12} {path}")
+    return 0
+
+
+def cmd_diagnose_eval(args) -> int:
+    """Grade the wrong and correct corpora; measure how often feedback names the right mistake."""
+    from .assignment import PROJECT_ROOT
+    from .diagnose import evaluate
+    from .grade import grade_submission
+    from .sandbox import Sandbox, SandboxError
+
+    assignment = load_assignment(args.assignment)
+    corpus = Path(args.corpus)
+    if not (corpus / "wrong").is_dir() and (PROJECT_ROOT / args.corpus / "wrong").is_dir():
+        corpus = PROJECT_ROOT / args.corpus
+    if not (corpus / "wrong").is_dir():
+        print(f"autograder: {corpus} has no wrong/ folder of submissions", file=sys.stderr)
+        return 2
+    try:
+        sandbox = Sandbox(args.sandbox)
+    except SandboxError as e:
+        print(f"autograder: {e}", file=sys.stderr)
+        return 3
+    try:
+        result = evaluate(corpus, lambda f: grade_submission(assignment, f, sandbox))
+    finally:
+        sandbox.close()
+    print(f"diagnosis of known mistakes, {assignment.name}, corpus {args.corpus}")
+    print(result.report(verbose=args.verbose))
+    if args.verbose and result.variant_errors:
+        print("\nvariants that raised (expected for mistakes that crash; else a catalogue bug):")
+        for (mistake, fn), err in sorted(result.variant_errors.items()):
+            print(f"  {mistake} in {fn}: {err[:100]}")
+    return 0 if result.meets() else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="autograder", description="Grade transformer exercises.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -165,12 +258,37 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--sandbox", default="auto", choices=["auto", "namespaces", "user", "rlimits"])
     g.add_argument("--limit", action="append", metavar="NAME=VALUE",
                    help="override a limit, e.g. question_seconds=5, memory_mb=2048")
-    g.add_argument("-v", "--verbose", action="store_true")
+    g.add_argument("--out", help="write grades.csv, grades.json, report.html and feedback/ "
+                                 "here; results are cached there, so a rerun resumes")
+    g.add_argument("--public-only", action="store_true", help="run only the public cases")
     g.set_defaults(func=cmd_grade)
+
+    r = sub.add_parser("classroom", help="one question's public cases as GitHub Classroom "
+                                         "runner output (for the generated workflow)")
+    r.add_argument("-a", "--assignment", required=True)
+    r.add_argument("file")
+    r.add_argument("--question", required=True)
+    r.set_defaults(func=cmd_classroom)
 
     s = sub.add_parser("snapshot", help="record public expected values from the reference")
     s.add_argument("-a", "--assignment", required=True)
     s.set_defaults(func=cmd_snapshot)
+
+    o = sub.add_parser("build", help="build the student bundle, the Gradescope zip and the "
+                                     "otter zip")
+    o.add_argument("-a", "--assignment", required=True)
+    o.add_argument("--out", required=True, help="folder to write them to")
+    o.add_argument("--no-otter", action="store_true", help="skip the otter-grader zip")
+    o.set_defaults(func=cmd_build)
+
+    d = sub.add_parser("diagnose-eval", help="measure how often feedback names the right "
+                                             "known mistake on a corpus of submissions")
+    d.add_argument("-a", "--assignment", required=True)
+    d.add_argument("--corpus", default="tests/submissions",
+                   help="folder with wrong/ (each with a `# diagnosis: ID` header) and correct/")
+    d.add_argument("--sandbox", default="auto", choices=["auto", "namespaces", "user", "rlimits"])
+    d.add_argument("-v", "--verbose", action="store_true", help="list every submission")
+    d.set_defaults(func=cmd_diagnose_eval)
 
     b = sub.add_parser("sandbox", help="show which isolation level grading would use")
     b.add_argument("--sandbox", default="auto", choices=["auto", "namespaces", "user", "rlimits"])

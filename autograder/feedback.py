@@ -25,14 +25,16 @@ def question_lines(q: QuestionResult, *, show_passed: bool = False) -> list[str]
                 lines.append(f"       ok    {c.name}")
             continue
         tag = "hidden" if c.hidden else "case"
-        if c.message == previous:
+        if (c.message, c.hint) == previous:
             repeats += 1
             continue
         if repeats:
             lines.append(f"             (and {repeats} more case(s) with the same problem)")
             repeats = 0
         lines.append(f"       {tag:<6}'{c.name}': {c.message}")
-        previous = c.message
+        if c.hint:
+            lines.append(f"             {c.hint}")
+        previous = (c.message, c.hint)
     if repeats:
         lines.append(f"             (and {repeats} more case(s) with the same problem)")
     lines += [f"       {n}" for n in q.notes]
@@ -43,6 +45,7 @@ def submission_text(result: SubmissionResult, *, show_passed: bool = False) -> s
     lines = [f"{result.path}: {_num(result.score)}/{_num(result.max_score)}"]
     if result.error:
         lines.append(f"  problem: {result.error}")
+    lines += [f"  {n}" for n in result.notes]
     for q in result.questions.values():
         lines += ["  " + line for line in question_lines(q, show_passed=show_passed)]
     return "\n".join(lines)
@@ -50,14 +53,15 @@ def submission_text(result: SubmissionResult, *, show_passed: bool = False) -> s
 
 def summary_table(results: list[SubmissionResult], question_ids: list[str]) -> str:
     """One row per submission, one column per question, for the instructor's terminal."""
-    width = max([10] + [len(r.path) for r in results])
+    width = max([10] + [len(r.student or r.path) for r in results])
     width = min(width, 48)
     cols = [max(len(q), 7) for q in question_ids]
     header = f"{'submission':<{width}}  " + "  ".join(
         f"{q:>{w}}" for q, w in zip(question_ids, cols)) + "    total"
     lines = [header, "-" * len(header)]
     for r in results:
-        name = r.path if len(r.path) <= width else "…" + r.path[-(width - 1):]
+        label = r.student or r.path
+        name = label if len(label) <= width else "…" + label[-(width - 1):]
         cells = []
         for q, w in zip(question_ids, cols):
             qr = r.questions.get(q)

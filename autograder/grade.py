@@ -19,7 +19,7 @@ from .limits import Limits
 from .results import SubmissionResult
 from .runner import QuestionStopped, failed_everywhere, grade_functions
 from .sandbox import Sandbox, WorkerSession, WorkerStopped
-from .submissions import UnreadableSubmission, read_source
+from .submissions import Submission, UnreadableSubmission, read_submission
 
 
 class RemoteFunction:
@@ -76,6 +76,44 @@ def _load_failure(error: dict | None, status: str) -> tuple[str, str]:
                      "without errors")
 
 
+def notebook_name(assignment: Assignment) -> str:
+    """How feedback names a notebook submission (as `student_file` names a .py one)."""
+    return Path(assignment.student_file).stem + ".ipynb"
+
+
+def notebook_cells(sub: Submission, filename: str) -> tuple[list[tuple[int, str]], list[str]]:
+    """The cells to run (those that compile) and a note per cell with a syntax error."""
+    cells, notes = [], []
+    for cell in sub.cells or []:
+        try:
+            compile(cell.source, f"cell {cell.number} of {filename}", "exec", dont_inherit=True)
+        except SyntaxError as e:
+            text = (e.text or "").strip()
+            code = f" (`{text[:120]}`)" if text else ""
+            notes.append(f"note: cell {cell.number} of {filename} has a syntax error at line "
+                         f"{e.lineno}{code}: {e.msg}; it was skipped, the other cells ran")
+            continue
+        except (ValueError, RecursionError, MemoryError) as e:
+            notes.append(f"note: cell {cell.number} of {filename} cannot be compiled "
+                         f"({type(e).__name__}); it was skipped, the other cells ran")
+            continue
+        cells.append((cell.number, cell.source))
+    return cells, notes
+
+
+def cell_error_notes(errors: list[dict], filename: str) -> list[str]:
+    """A note per notebook cell that raised an error while running."""
+    notes = []
+    for item in errors:
+        err = item.get("error") or {}
+        where = f" at line {err['line']} (`{err.get('code')}`)" if err.get("line") else ""
+        what = ("ran out of memory" if item.get("status") == "memory"
+                else f"raised {err.get('type')}{where}: {err.get('message')}")
+        notes.append(f"note: cell {item['cell']} of {filename} {what}; the rest of that cell "
+                     "did not run, the other cells did")
+    return notes
+
+
 def signature_notes(assignment: Assignment, defined: dict) -> dict[str, list[str]]:
     """Notes per question for functions whose parameters differ from the contract."""
     notes: dict[str, list[str]] = {}
@@ -96,33 +134,44 @@ def signature_notes(assignment: Assignment, defined: dict) -> dict[str, list[str
 
 def grade_submission(assignment: Assignment, path: Path, sandbox: Sandbox,
                      limits: Limits | None = None, questions: list[str] | None = None,
-                     display_path: str | None = None) -> SubmissionResult:
+                     display_path: str | None = None,
+                     include_hidden: bool = True) -> SubmissionResult:
     """Grade one file in the sandbox, with every case. Never raises for a student's doing."""
     limits = limits or assignment.limits
     shown = display_path or str(path)
     start = time.monotonic()
     try:
-        source = read_source(path)
+        sub = read_submission(path)
     except UnreadableSubmission as e:
-        return failed_everywhere(assignment, shown, "error", str(e), include_hidden=True,
+        return failed_everywhere(assignment, shown, "error", str(e), include_hidden=include_hidden,
                                  sandbox=sandbox.description)
-    syntax = _syntax_message(source, assignment.student_file)
-    if syntax:
-        return failed_everywhere(assignment, shown, "error", syntax, include_hidden=True,
-                                 sandbox=sandbox.description)
-    session = WorkerSession(sandbox, source, assignment.student_file,
-                            Path(assignment.student_file).stem, list(assignment.api), limits)
+    notes = list(sub.notes)
+    cells = None
+    filename = assignment.student_file
+    if sub.cells is not None:
+        # A notebook: each cell runs on its own in the worker, going on after a failing one.
+        filename = notebook_name(assignment)
+        cells, syntax_notes = notebook_cells(sub, filename)
+        notes += syntax_notes
+    else:
+        syntax = _syntax_message(sub.source, assignment.student_file)
+        if syntax:
+            return failed_everywhere(assignment, shown, "error", syntax,
+                                     include_hidden=include_hidden, sandbox=sandbox.description)
+    session = WorkerSession(sandbox, sub.source, filename,
+                            Path(assignment.student_file).stem, list(assignment.api), limits,
+                            cells=cells)
     try:
         try:
             loaded = session.load()
         except WorkerStopped as e:
             return failed_everywhere(assignment, shown, e.status, f"importing your file: "
-                                     f"{e.message}", include_hidden=True,
+                                     f"{e.message}", include_hidden=include_hidden,
                                      sandbox=sandbox.description)
         if not loaded.ok:
             status, message = _load_failure(loaded.error, loaded.status)
-            return failed_everywhere(assignment, shown, status, message, include_hidden=True,
-                                     sandbox=sandbox.description)
+            return failed_everywhere(assignment, shown, status, message,
+                                     include_hidden=include_hidden, sandbox=sandbox.description)
         env: dict[str, Any] = {}
         for name in assignment.api:
             info = loaded.defined.get(name)
@@ -137,24 +186,30 @@ def grade_submission(assignment: Assignment, path: Path, sandbox: Sandbox,
             session.begin_question()
             return env
 
-        result = grade_functions(assignment, shown, env_for_question, include_hidden=True,
+        result = grade_functions(assignment, shown, env_for_question,
+                                 include_hidden=include_hidden,
                                  questions=questions, sandbox=sandbox.description)
-        for qid, notes in signature_notes(assignment, loaded.defined).items():
+        result.notes += notes + cell_error_notes(loaded.cell_errors, filename)
+        for qid, qnotes in signature_notes(assignment, loaded.defined).items():
             if qid in result.questions and result.questions[qid].status != "passed":
-                result.questions[qid].notes += notes
+                result.questions[qid].notes += qnotes
     finally:
         session.close()
     result.seconds = time.monotonic() - start
     return result
 
 
-def check_in_process(assignment: Assignment, path: Path) -> SubmissionResult:
+def check_in_process(assignment: Assignment, path: Path,
+                     questions: list[str] | None = None) -> SubmissionResult:
     """A student's own check: public cases only, their code in this process (no sandbox)."""
     shown = str(path)
     try:
-        source = read_source(path)
+        sub = read_submission(path)
     except UnreadableSubmission as e:
         return failed_everywhere(assignment, shown, "error", str(e), include_hidden=False)
+    if sub.cells is not None:
+        return _check_notebook_in_process(assignment, path, sub, questions)
+    source = sub.source
     syntax = _syntax_message(source, str(path))
     if syntax:
         return failed_everywhere(assignment, shown, "error", syntax, include_hidden=False)
@@ -179,4 +234,21 @@ def check_in_process(assignment: Assignment, path: Path) -> SubmissionResult:
     for name, value in env.items():
         if value is not None and not callable(value):
             env[name] = NotAFunction(type(value).__name__)
-    return grade_functions(assignment, shown, lambda q: env, include_hidden=False)
+    return grade_functions(assignment, shown, lambda q: env, include_hidden=False,
+                           questions=questions)
+
+
+def _check_notebook_in_process(assignment: Assignment, path: Path, sub: Submission,
+                               questions: list[str] | None) -> SubmissionResult:
+    from .worker import load_student_cells
+
+    cells, notes = notebook_cells(sub, path.name)
+    module, errors = load_student_cells(cells, path.name, Path(assignment.student_file).stem)
+    env = {name: getattr(module, name, None) for name in assignment.api}
+    for name, value in env.items():
+        if value is not None and not callable(value):
+            env[name] = NotAFunction(type(value).__name__)
+    result = grade_functions(assignment, str(path), lambda q: env, include_hidden=False,
+                             questions=questions)
+    result.notes += sub.notes + notes + cell_error_notes(errors, path.name)
+    return result

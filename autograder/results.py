@@ -19,6 +19,8 @@ class CaseResult:
     message: str = ""           # what the student reads (hidden-safe for hidden cases)
     kind: str = ""              # the kind of problem, for reports (shape, values, gradient...)
     description: str = ""
+    diagnosis: list[str] = field(default_factory=list)   # ids of the known mistake it shows
+    hint: str = ""              # that mistake in plain words, shown under the message
 
     @property
     def score(self) -> float:
@@ -66,12 +68,15 @@ class QuestionResult:
             if c.status != "passed":
                 tag = "hidden case" if c.hidden else "case"
                 lines.append(f"{tag} '{c.name}': {c.message}")
+                if c.hint:
+                    lines.append(f"  {c.hint}")
         lines += self.notes
         return "\n".join(lines)
 
     def to_json(self) -> dict:
         return {"score": self.score, "max_score": self.max_score, "status": self.status,
-                "feedback": self.feedback(),
+                "feedback": self.feedback(), "notes": list(self.notes),
+                "called": list(self.called),
                 "cases": [{**asdict(c), "score": c.score} for c in self.cases]}
 
 
@@ -82,6 +87,8 @@ class SubmissionResult:
     error: str | None = None            # why the submission could not be graded normally
     sandbox: str | None = None          # the isolation level it was graded under
     seconds: float = 0.0
+    student: str | None = None          # set by class grading
+    notes: list[str] = field(default_factory=list)
 
     @property
     def score(self) -> float:
@@ -92,10 +99,31 @@ class SubmissionResult:
         return round(sum(q.max_score for q in self.questions.values()), 6)
 
     def to_json(self) -> dict:
-        return {"path": self.path, "score": self.score, "max_score": self.max_score,
+        data = {"path": self.path, "score": self.score, "max_score": self.max_score,
                 "error": self.error, "sandbox": self.sandbox, "seconds": round(self.seconds, 3),
                 "questions": {k: q.to_json() for k, q in self.questions.items()}}
+        if self.student is not None:
+            data["student"] = self.student
+        if self.notes:
+            data["notes"] = list(self.notes)
+        return data
 
 
 def results_json(assignment: str, submissions: list[SubmissionResult]) -> dict:
     return {"assignment": assignment, "submissions": [s.to_json() for s in submissions]}
+
+
+def submission_from_json(data: dict) -> SubmissionResult:
+    """Rebuild a result from `SubmissionResult.to_json` (used by the cache of class grading)."""
+    from dataclasses import fields
+
+    case_fields = {f.name for f in fields(CaseResult)}
+    questions = {}
+    for qid, q in data["questions"].items():
+        cases = [CaseResult(**{k: v for k, v in c.items() if k in case_fields})
+                 for c in q.get("cases", [])]
+        questions[qid] = QuestionResult(qid, cases, notes=list(q.get("notes", [])),
+                                        called=list(q.get("called", [])))
+    return SubmissionResult(data["path"], questions, error=data.get("error"),
+                            sandbox=data.get("sandbox"), seconds=data.get("seconds", 0.0),
+                            student=data.get("student"), notes=list(data.get("notes", [])))

@@ -12,6 +12,7 @@ from typing import Any, Callable
 
 from otter.test_files.exception_test import ExceptionTestFile
 
+from . import diagnose
 from .assignment import Assignment
 from .cases import GraderError
 from .checks import CheckFailed
@@ -58,6 +59,8 @@ def run_question(assignment: Assignment, qid: str, env: dict[str, Any], *,
             for name in getattr(e, "called", []):
                 if name not in called:
                     called.append(name)
+            if getattr(e, "record", None) is not None:
+                diagnose.note_check(e.record, passed=False, case=result)
         except QuestionStopped as e:
             result.status, result.kind, result.message = e.status, e.status, e.message
             if e.status in ("timeout", "memory"):
@@ -91,11 +94,14 @@ def grade_functions(assignment: Assignment, path: str, env_for_question: Callabl
                     sandbox: str | None = None, error: str | None = None) -> SubmissionResult:
     start = time.monotonic()
     results = {}
-    for q in assignment.questions:
-        if questions and q.id not in questions:
-            continue
-        results[q.id] = run_question(assignment, q.id, env_for_question(q.id),
-                                     include_hidden=include_hidden)
+    with diagnose.Session(assignment) as diagnosis:
+        for q in assignment.questions:
+            if questions and q.id not in questions:
+                continue
+            results[q.id] = run_question(assignment, q.id, env_for_question(q.id),
+                                         include_hidden=include_hidden)
+    # After the last call to the student's code: naming known mistakes costs the student no time.
+    diagnosis.apply()
     add_dependency_notes(assignment, results)
     return SubmissionResult(path, results, error=error, sandbox=sandbox,
                             seconds=time.monotonic() - start)

@@ -22,11 +22,12 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from . import wire
+from .errors import SandboxError
 from .limits import Limits
 from .protocol import decode_outcome
 
@@ -44,10 +45,6 @@ SANDBOX_ENGINE_ROOT = "/opt/autograder"
 BASE_UID = 61000
 SCRUBBED_ENV = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8",
                 "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1"}
-
-
-class SandboxError(Exception):
-    """The sandbox could not be started (a machine problem, not a student's)."""
 
 
 class WorkerStopped(Exception):
@@ -280,6 +277,7 @@ class LoadResult:
     defined: dict
     status: str = "ok"
     error: dict | None = None
+    cell_errors: list[dict] = field(default_factory=list)   # notebooks: cells that failed
 
 
 class WorkerSession:
@@ -290,8 +288,9 @@ class WorkerSession:
     """
 
     def __init__(self, sandbox: Sandbox, source: str, filename: str, module: str,
-                 api: list[str], limits: Limits):
+                 api: list[str], limits: Limits, cells: list[tuple[int, str]] | None = None):
         self.sandbox, self.source, self.filename = sandbox, source, filename
+        self.cells = cells   # a notebook: code cells run one by one, going on after errors
         self.module, self.api, self.limits = module, api, limits
         self.wid: int | None = None
         self.sock: socket.socket | None = None
@@ -312,13 +311,18 @@ class WorkerSession:
         self.wid, self.sock, self.memory_bytes = self.sandbox.spawn(self.limits)
         deadline = min(time.monotonic() + self.limits.import_seconds,
                        self.started + self.limits.submission_seconds)
-        reply, _ = self._exchange({"op": "load", "source": self.source,
-                                   "filename": self.filename, "module": self.module,
-                                   "api": self.api}, [], deadline, "importing your file")
+        request = {"op": "load", "filename": self.filename, "module": self.module,
+                   "api": self.api}
+        if self.cells is not None:
+            request["cells"] = [[n, src] for n, src in self.cells]
+        else:
+            request["source"] = self.source
+        reply, _ = self._exchange(request, [], deadline, "importing your file")
         if reply.get("ok"):
             defined = reply.get("defined") if isinstance(reply.get("defined"), dict) else {}
             return LoadResult(True, {str(k)[:80]: v for k, v in list(defined.items())[:64]
-                                     if isinstance(v, dict)})
+                                     if isinstance(v, dict)},
+                              cell_errors=_cell_errors(reply.get("cell_errors")))
         status = reply.get("status") if reply.get("status") in (
             "error", "memory", "not_implemented") else "error"
         error = decode_outcome({"status": "error", "error": reply.get("error")}, [])["error"]
@@ -399,6 +403,30 @@ class WorkerSession:
         except (EOFError, ConnectionError, OSError, wire.WireError):
             info = self._stop(grace=1.0)
             raise WorkerStopped(*_death(info, doing)) from None
+
+
+def _cell_errors(value: Any) -> list[dict]:
+    """Validate the worker's report of failing notebook cells (untrusted data)."""
+    out: list[dict] = []
+    for item in value[:20] if isinstance(value, list) else []:
+        if not isinstance(item, dict) or not isinstance(item.get("cell"), int) \
+                or isinstance(item.get("cell"), bool):
+            continue
+        status = item.get("status") if item.get("status") in (
+            "error", "memory", "not_implemented") else "error"
+        try:
+            error = decode_outcome({"status": "error", "error": item.get("error")}, [])["error"]
+        except wire.WireError:
+            error = None
+        syntax = item.get("syntax") if isinstance(item.get("syntax"), dict) else None
+        if syntax is not None:
+            line = syntax.get("line")
+            syntax = {"line": line if isinstance(line, int) and not isinstance(line, bool)
+                      else None, "text": str(syntax.get("text", ""))[:200],
+                      "msg": str(syntax.get("msg", ""))[:200]}
+        out.append({"cell": item["cell"], "status": status, "error": error or {},
+                    "syntax": syntax})
+    return out
 
 
 _SIGNALS = {9: "killed", 11: "crashed (segmentation fault; endless recursion?)", 6: "aborted",

@@ -66,6 +66,39 @@ def load_student_module(source: str, filename: str, module_name: str) -> types.M
     return module
 
 
+MAX_CELL_ERRORS = 20
+
+
+def load_student_cells(cells: list, filename: str, module_name: str
+                       ) -> tuple[types.ModuleType, list[dict]]:
+    """Run a notebook's code cells one by one in one module, going on after a cell fails.
+
+    `cells` holds (number, source) pairs. Returns the module and, per failing cell, its number,
+    a status and the student's view of the error (its line counts from the cell's first line).
+    """
+    module = types.ModuleType(module_name)
+    module.__file__ = filename
+    sys.modules[module_name] = module
+    errors: list[dict] = []
+    for number, source in cells:
+        cell_file = f"cell {int(number)} of {filename}"
+        linecache.cache[cell_file] = (len(source), None, source.splitlines(True), cell_file)
+        try:
+            exec(compile(source, cell_file, "exec", dont_inherit=True), module.__dict__)
+        except BaseException as exc:  # noqa: BLE001 - a cell may raise anything; the next runs
+            if len(errors) < MAX_CELL_ERRORS:
+                try:
+                    status = "memory" if is_memory_error(exc) else (
+                        "not_implemented" if isinstance(exc, NotImplementedError) else "error")
+                    errors.append({"cell": int(number), "status": status,
+                                   "error": describe_error(exc), "syntax": _syntax_info(exc)})
+                except BaseException:  # noqa: BLE001 - an exception whose str() raises
+                    errors.append({"cell": int(number), "status": "error",
+                                   "error": {"type": "Exception", "message": "(unprintable)"},
+                                   "syntax": None})
+    return module, errors
+
+
 def describe_api(module: types.ModuleType, api: list[str]) -> dict:
     import inspect
 
@@ -99,9 +132,17 @@ def serve(sock: socket.socket, output_cap: int) -> None:
         if op == "load":
             api = [str(a) for a in header.get("api", [])]
             try:
-                module = load_student_module(header["source"], header["filename"],
-                                             header["module"])
-                channel.send({"ok": True, "defined": describe_api(module, api)})
+                cell_errors = None
+                if isinstance(header.get("cells"), list):
+                    module, cell_errors = load_student_cells(header["cells"], header["filename"],
+                                                             header["module"])
+                else:
+                    module = load_student_module(header["source"], header["filename"],
+                                                 header["module"])
+                reply = {"ok": True, "defined": describe_api(module, api)}
+                if cell_errors is not None:
+                    reply["cell_errors"] = cell_errors
+                channel.send(reply)
             except BaseException as exc:  # noqa: BLE001 - whatever the student's import raises
                 status = "memory" if is_memory_error(exc) else (
                     "not_implemented" if isinstance(exc, NotImplementedError) else "error")

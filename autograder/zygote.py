@@ -297,6 +297,12 @@ def main(control_fd: int) -> None:
                                forbidden=["torch.softmax", "aten._softmax"])
     protocol.encode_outcome(outcome, [])
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    # Move every object so far out of the collector's reach: a collection in a worker would
+    # otherwise write to (and so copy) every page of the shared, already imported heap.
+    import gc
+
+    gc.collect()
+    gc.freeze()
     Zygote(socket.socket(fileno=control_fd)).serve()
 
 

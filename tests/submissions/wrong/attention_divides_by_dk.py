@@ -2,6 +2,7 @@
 # loses: attention, mask, multi_head, block
 # keeps: softmax, split_heads
 # hint: scale
+# diagnosis: scale_by_dk
 import math
 
 import torch

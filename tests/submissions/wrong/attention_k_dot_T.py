@@ -2,6 +2,7 @@
 # loses: attention, mask, multi_head, block
 # keeps: softmax, split_heads
 # hint: shape
+# diagnosis: key_dot_T
 import math
 
 import torch

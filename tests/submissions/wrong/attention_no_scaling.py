@@ -2,6 +2,7 @@
 # loses: attention, mask, multi_head, block
 # keeps: softmax, split_heads
 # hint: scale
+# diagnosis: no_scaling
 import torch
 import torch.nn.functional as F
 

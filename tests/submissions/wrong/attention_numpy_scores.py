@@ -2,6 +2,7 @@
 # loses: attention, mask, multi_head, block
 # keeps: softmax, split_heads
 # hint: gradient
+# diagnosis: detached_gradient
 import math
 
 import numpy as np

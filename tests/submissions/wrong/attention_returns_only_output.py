@@ -2,6 +2,7 @@
 # loses: attention, mask
 # keeps: softmax, split_heads, multi_head, block
 # hint: tuple
+# diagnosis: returns_output_only
 import math
 
 import torch

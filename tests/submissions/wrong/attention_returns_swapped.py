@@ -2,6 +2,7 @@
 # loses: attention, mask, multi_head, block
 # keeps: softmax, split_heads
 # hint: order
+# diagnosis: returns_swapped
 """Attention assignment -- uses log-sum-exp for a stable softmax."""
 import math
 

@@ -2,6 +2,7 @@
 # loses: attention, mask, multi_head, block
 # keeps: softmax, split_heads
 # hint: dim
+# diagnosis: weights_wrong_axis
 import math
 
 import torch

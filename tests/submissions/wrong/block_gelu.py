@@ -2,6 +2,7 @@
 # loses: block
 # keeps: softmax, attention, mask, split_heads, multi_head
 # hint: relu
+# diagnosis: ffn_gelu
 """Attention assignment -- uses log-sum-exp for a stable softmax."""
 import math
 

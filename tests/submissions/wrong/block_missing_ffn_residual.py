@@ -2,6 +2,7 @@
 # loses: block
 # keeps: softmax, attention, mask, split_heads, multi_head
 # hint: residual
+# diagnosis: missing_ffn_residual
 import torch
 import torch.nn.functional as F
 

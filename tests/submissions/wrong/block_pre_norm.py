@@ -2,6 +2,7 @@
 # loses: block
 # keeps: softmax, attention, mask, split_heads, multi_head
 # hint: norm
+# diagnosis: pre_norm
 import math
 
 import torch

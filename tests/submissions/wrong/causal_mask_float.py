@@ -2,6 +2,7 @@
 # loses: mask
 # keeps: softmax, attention, split_heads, multi_head, block
 # hint: bool
+# diagnosis: mask_not_bool
 """Attention assignment -- uses log-sum-exp for a stable softmax."""
 import math
 

@@ -2,6 +2,7 @@
 # loses: mask
 # keeps: softmax, attention, split_heads, multi_head, block
 # hint: diagonal
+# diagnosis: mask_blocks_diagonal
 import torch
 import torch.nn.functional as F
 

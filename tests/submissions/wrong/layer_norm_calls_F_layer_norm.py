@@ -2,6 +2,7 @@
 # loses: block
 # keeps: softmax, attention, mask, split_heads, multi_head
 # hint: forbidden
+# diagnosis: library_shortcut
 import math
 
 import torch

@@ -2,6 +2,7 @@
 # loses: block
 # keeps: softmax, attention, mask, split_heads, multi_head
 # hint: dtype
+# diagnosis: float32_cast
 import torch
 import torch.nn.functional as F
 

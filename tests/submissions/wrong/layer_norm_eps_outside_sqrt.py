@@ -2,6 +2,7 @@
 # loses: block
 # keeps: softmax, attention, mask, split_heads, multi_head
 # hint: eps
+# diagnosis: eps_outside_sqrt
 """Attention assignment -- uses log-sum-exp for a stable softmax."""
 import math
 

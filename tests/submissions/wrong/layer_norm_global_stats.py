@@ -2,6 +2,7 @@
 # loses: block
 # keeps: softmax, attention, mask, split_heads, multi_head
 # hint: dim
+# diagnosis: layer_norm_global_stats
 import torch
 import torch.nn.functional as F
 

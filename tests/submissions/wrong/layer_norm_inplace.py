@@ -2,6 +2,7 @@
 # loses: block
 # keeps: softmax, attention, mask, split_heads, multi_head
 # hint: in place
+# diagnosis: inplace_input
 import math
 
 import torch

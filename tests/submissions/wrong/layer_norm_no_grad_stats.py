@@ -2,6 +2,7 @@
 # loses: block
 # keeps: softmax, attention, mask, split_heads, multi_head
 # hint: gradient
+# diagnosis: stats_without_grad
 import math
 from typing import Dict, Optional, Tuple
 

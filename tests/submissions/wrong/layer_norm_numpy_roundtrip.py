@@ -2,6 +2,7 @@
 # loses: block
 # keeps: softmax, attention, mask, split_heads, multi_head
 # hint: gradient
+# diagnosis: detached_gradient
 import math
 
 import numpy as np

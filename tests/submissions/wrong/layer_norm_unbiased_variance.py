@@ -2,6 +2,7 @@
 # loses: block
 # keeps: softmax, attention, mask, split_heads, multi_head
 # hint: variance
+# diagnosis: unbiased_variance
 import math
 
 import torch

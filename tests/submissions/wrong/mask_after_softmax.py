@@ -2,6 +2,7 @@
 # loses: mask, multi_head, block
 # keeps: softmax, attention, split_heads
 # hint: sum
+# diagnosis: mask_after_softmax
 import math
 
 import torch

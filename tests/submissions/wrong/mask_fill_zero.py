@@ -2,6 +2,7 @@
 # loses: mask, multi_head, block
 # keeps: softmax, attention, split_heads
 # hint: mask
+# diagnosis: mask_fill_zero
 import math
 
 import torch

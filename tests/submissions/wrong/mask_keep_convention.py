@@ -2,6 +2,7 @@
 # loses: mask, multi_head, block
 # keeps: softmax, attention, split_heads
 # hint: mask
+# diagnosis: mask_keep_convention
 import math
 from typing import Dict, Optional, Tuple
 

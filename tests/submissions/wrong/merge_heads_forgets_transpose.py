@@ -2,6 +2,7 @@
 # loses: split_heads, multi_head, block
 # keeps: softmax, attention, mask
 # hint: head
+# diagnosis: merge_no_transpose
 """Attention assignment -- uses log-sum-exp for a stable softmax."""
 import math
 

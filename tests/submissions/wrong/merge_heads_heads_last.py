@@ -2,6 +2,7 @@
 # loses: split_heads, multi_head, block
 # keeps: softmax, attention, mask
 # hint: head
+# diagnosis: merge_wrong_order
 import math
 from typing import Dict, Optional, Tuple
 

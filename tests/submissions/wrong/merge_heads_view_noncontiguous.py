@@ -2,6 +2,7 @@
 # loses: split_heads, multi_head, block
 # keeps: softmax, attention, mask
 # hint: contiguous
+# diagnosis: merge_view_noncontiguous
 import math
 
 import torch

@@ -2,6 +2,7 @@
 # loses: multi_head, block
 # keeps: softmax, attention, mask, split_heads
 # hint: mask
+# diagnosis: mha_drops_mask
 import math
 from typing import Dict, Optional, Tuple
 

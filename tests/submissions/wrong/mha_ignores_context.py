@@ -2,6 +2,7 @@
 # loses: multi_head
 # keeps: softmax, attention, mask, split_heads, block
 # hint: context
+# diagnosis: ignores_context
 import math
 
 import torch

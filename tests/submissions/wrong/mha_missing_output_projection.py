@@ -2,6 +2,7 @@
 # loses: multi_head, block
 # keeps: softmax, attention, mask, split_heads
 # hint: projection
+# diagnosis: missing_output_projection
 import math
 
 import torch

@@ -2,6 +2,7 @@
 # loses: multi_head
 # keeps: softmax, attention, mask, split_heads, block
 # hint: context
+# diagnosis: queries_from_context
 """Attention assignment -- uses log-sum-exp for a stable softmax."""
 import math
 

@@ -2,6 +2,7 @@
 # loses: multi_head, block
 # keeps: softmax, attention, mask, split_heads
 # hint: scale
+# diagnosis: scale_by_d_model
 import math
 
 import torch

@@ -2,6 +2,7 @@
 # loses: multi_head, block
 # keeps: softmax, attention, mask, split_heads
 # hint: weight
+# diagnosis: weights_transposed
 import math
 
 import torch

@@ -2,6 +2,7 @@
 # loses: softmax
 # keeps: attention, mask, split_heads, multi_head, block
 # hint: forbidden
+# diagnosis: library_shortcut
 import torch
 import torch.nn.functional as F
 

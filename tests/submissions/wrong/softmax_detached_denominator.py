@@ -2,6 +2,7 @@
 # loses: softmax, attention, mask, multi_head, block
 # keeps: split_heads
 # hint: gradient
+# diagnosis: softmax_detached_sum
 import math
 from typing import Dict, Optional, Tuple
 

@@ -2,6 +2,7 @@
 # loses: softmax
 # keeps: attention, mask, split_heads, multi_head, block
 # hint: nan
+# diagnosis: softmax_global_max
 import torch
 import torch.nn.functional as F
 

@@ -2,6 +2,7 @@
 # loses: softmax
 # keeps: attention, mask, split_heads, multi_head, block
 # hint: dim
+# diagnosis: softmax_ignores_dim
 """Attention assignment -- uses log-sum-exp for a stable softmax."""
 import math
 

@@ -2,6 +2,7 @@
 # loses: softmax, attention, mask, multi_head, block
 # keeps: split_heads
 # hint: sum
+# diagnosis: softmax_sum_all
 import math
 
 import torch

@@ -2,6 +2,7 @@
 # loses: split_heads, multi_head, block
 # keeps: softmax, attention, mask
 # hint: head
+# diagnosis: split_strided_features
 import torch
 import torch.nn.functional as F
 

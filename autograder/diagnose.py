@@ -1,0 +1,741 @@
+"""Naming the mistake behind a failing case, from an assignment's catalogue of known mistakes.
+
+An assignment may point to a catalogue (`mistakes = "mistakes.py"` in `assignment.toml`): a
+module defining `catalogue = Catalogue()` and registering known mistakes, each with an id, a short
+name and a hint in plain words. A mistake is recognised by
+
+* variants: the hidden reference with one or more functions replaced by a mistaken version. A
+  variant of one function also explains the functions whose reference calls it (the copy of the
+  reference it lives in calls the variant), so a wrong `softmax` explains a wrong attention too;
+* rules (`when=`): predicates on what the student's outcome shows, built from the symptoms below
+  (NaN only on large inputs, rows summing to 1 along another axis, the expected output
+  transposed, no gradient, an input changed in place...). On a variant, a rule narrows it.
+
+Everything here runs in the trusted process on plain data: the inputs the grader made, the
+reference's outcome and the student's decoded outcome. It runs only for failing cases, once the
+submission has made its last call to its worker (so it never uses the student's time limits), and
+it names a mistake only when the evidence is unambiguous: the reference does not reproduce the
+student's outcome, exactly one mistake does, and that mistake's variant agrees with every check
+the student passed on the functions it replaces. Otherwise the plain mismatch message stands alone.
+"""
+from __future__ import annotations
+
+import ast
+import functools
+import hashlib
+import importlib.util
+import json
+import re
+import sys
+import threading
+import types
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import numpy as np
+import torch
+
+from .assignment import Assignment, AssignmentError, _resolve
+from .checks import tolerance_for
+from .execute import iter_leaves, run_call
+from .protocol import roundtrip_outcome
+from .wire import encode
+
+Predicate = Callable[["Evidence"], bool]
+
+
+# ------------------------------------------------------------------ the catalogue
+
+@dataclass
+class Mistake:
+    """A known mistake: how to recognise it and what to tell the student."""
+
+    id: str
+    name: str = ""
+    hint: str = ""
+    # Each alternative maps function names to mistaken implementations `impl(ref, *args, **kw)`,
+    # `ref` being the unmodified reference module. Any alternative may match.
+    alternatives: list[dict[str, Callable]] = field(default_factory=list)
+    when: Predicate | None = None
+    functions: tuple[str, ...] | None = None     # rules only: the functions it applies to
+    questions: tuple[str, ...] | None = None
+
+    def text(self) -> str:
+        """The line shown next to a failing case."""
+        return f"likely mistake: {self.name}. {self.hint}"
+
+
+class Catalogue:
+    """The known mistakes of one assignment; the assignment's `mistakes.py` fills it."""
+
+    def __init__(self) -> None:
+        self.mistakes: dict[str, Mistake] = {}
+
+    def _entry(self, id: str, name: str | None, hint: str | None,
+               questions: Iterable[str] | None) -> Mistake:
+        if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", id or ""):
+            raise ValueError(f"mistake id {id!r}: use letters, digits and _")
+        m = self.mistakes.setdefault(id, Mistake(id))
+        if name:
+            m.name = name.strip().rstrip(".")
+        if hint:
+            m.hint = hint.strip()
+        if questions:
+            m.questions = tuple(questions)
+        return m
+
+    def variant(self, id: str, function: str, *, name: str | None = None,
+                hint: str | None = None, when: Predicate | None = None, alternative: int = 0,
+                questions: Iterable[str] | None = None) -> Callable:
+        """Decorator: `impl(ref, *args, **kwargs)` is `function` as this mistake computes it.
+
+        Register several functions under one id (with the same `alternative`) for a mistake that
+        spans them, e.g. a split and the merge that mirrors it; give another `alternative` number
+        for another way of making the same mistake. `name` and `hint` are needed once per id.
+        """
+        def register(impl: Callable) -> Callable:
+            m = self._entry(id, name, hint, questions)
+            while len(m.alternatives) <= alternative:
+                m.alternatives.append({})
+            if function in m.alternatives[alternative]:
+                raise ValueError(f"mistake {id}: {function} registered twice in alternative "
+                                 f"{alternative}")
+            m.alternatives[alternative][function] = impl
+            if when is not None:
+                m.when = when
+            return impl
+
+        return register
+
+    def rule(self, id: str, *, name: str, hint: str, when: Predicate,
+             functions: Iterable[str] | None = None,
+             questions: Iterable[str] | None = None) -> Mistake:
+        """A mistake recognised from what the outcome shows, with no variant to run."""
+        m = self._entry(id, name, hint, questions)
+        m.when = when
+        m.functions = tuple(functions) if functions else None
+        return m
+
+    def problems(self) -> list[str]:
+        out = []
+        for m in self.mistakes.values():
+            if not m.name or not m.hint:
+                out.append(f"mistake {m.id} needs a name and a hint")
+            if not m.alternatives and m.when is None:
+                out.append(f"mistake {m.id} has neither a variant nor a rule")
+            if any(not alt for alt in m.alternatives):
+                out.append(f"mistake {m.id} skips an alternative number")
+        return out
+
+
+_catalogues: dict[str, Catalogue] = {}
+_lock = threading.Lock()
+
+
+def catalogue_path(assignment: Assignment) -> Path | None:
+    rel = assignment.config.get("mistakes")
+    if not rel:
+        return None
+    return _resolve(assignment.root, assignment.root.parent.parent, rel)
+
+
+def catalogue_for(assignment: Assignment) -> Catalogue | None:
+    """The assignment's catalogue, or None if it has none (or it is not on this machine)."""
+    path = catalogue_path(assignment)
+    if path is None or not path.is_file():
+        return None
+    return load_catalogue(path)
+
+
+def load_catalogue(path: str | Path) -> Catalogue:
+    key = str(Path(path).resolve())
+    with _lock:
+        cached = _catalogues.get(key)
+    if cached is not None:
+        return cached
+    digest = hashlib.sha256(key.encode()).hexdigest()[:12]
+    spec = importlib.util.spec_from_file_location(f"_mistakes_{digest}", key)
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as e:  # noqa: BLE001 - an instructor's file: say what is wrong with it
+        raise AssignmentError(f"mistake catalogue {Path(key).name}: {type(e).__name__}: {e}") \
+            from e
+    catalogue = getattr(module, "catalogue", None)
+    if not isinstance(catalogue, Catalogue):
+        raise AssignmentError(f"mistake catalogue {Path(key).name} defines no "
+                              "`catalogue = Catalogue()`")
+    problems = catalogue.problems()
+    if problems:
+        raise AssignmentError(f"mistake catalogue {Path(key).name}: " + "; ".join(problems))
+    with _lock:
+        return _catalogues.setdefault(key, catalogue)
+
+
+def describe_mistakes(assignment: Assignment) -> dict[str, dict[str, str]]:
+    """{mistake id: {"name", "hint"}} for reports."""
+    catalogue = catalogue_for(assignment)
+    if catalogue is None:
+        return {}
+    return {m.id: {"name": m.name, "hint": m.hint} for m in catalogue.mistakes.values()}
+
+
+# ------------------------------------------------------------------ evidence and symptoms
+
+@dataclass
+class Evidence:
+    """What a rule may look at: the case's inputs and both outcomes, all plain data."""
+
+    question: str
+    function: str
+    args: tuple
+    kwargs: dict
+    expected: dict          # the reference's outcome: output, grads, upstream...
+    got: dict               # the student's outcome: status, output, grads, grad_error, error...
+    large_inputs: bool
+    tolerance: dict
+
+    def pairs(self) -> list[tuple[torch.Tensor, Any]]:
+        """(expected tensor, the student's value at the same place or None) for each output."""
+        out = []
+        for path, e in iter_leaves(self.expected.get("output")):
+            g = self.got.get("output")
+            try:
+                for p in path:
+                    g = g[p]
+            except (KeyError, IndexError, TypeError):
+                g = None
+            out.append((e, g))
+        return out
+
+    def item(self, item: int | None) -> tuple[Any, Any]:
+        e, g = self.expected.get("output"), self.got.get("output")
+        if item is None:
+            return e, g
+        try:
+            return e[item], g[item]
+        except (KeyError, IndexError, TypeError):
+            return e, None
+
+
+def _close(a: torch.Tensor, b: torch.Tensor, tolerance: dict | None) -> bool:
+    """Same shape, dtype and values (NaN where NaN, the same infinities)."""
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if not a.is_floating_point():
+        return bool(torch.equal(a, b))
+    if a.numel() == 0:
+        return True
+    rtol, atol = tolerance_for(a.dtype, tolerance)
+    a64, b64 = a.double(), b.double()
+    if not torch.equal(torch.isnan(a64), torch.isnan(b64)):
+        return False
+    return bool(torch.isclose(a64, b64, rtol=rtol, atol=atol, equal_nan=True).all())
+
+
+def _values_match(a: Any, b: Any, tolerance: dict | None) -> bool:
+    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+        try:
+            a, b = torch.from_numpy(a), torch.from_numpy(b)
+        except TypeError:
+            return False
+    if isinstance(a, torch.Tensor):
+        return isinstance(b, torch.Tensor) and _close(a, b, tolerance)
+    if isinstance(a, (tuple, list)):
+        return (isinstance(b, (tuple, list)) and isinstance(a, tuple) == isinstance(b, tuple)
+                and len(a) == len(b)
+                and all(_values_match(x, y, tolerance) for x, y in zip(a, b)))
+    if isinstance(a, dict):
+        return (isinstance(b, dict) and a.keys() == b.keys()
+                and all(_values_match(a[k], b[k], tolerance) for k in a))
+    if a is None or isinstance(a, (bool, int, float, str)):
+        return type(a) is type(b) and a == b
+    return False
+
+
+def _is_zero(g: Any) -> bool:
+    return g is None or (isinstance(g, torch.Tensor) and g.numel() > 0 and not bool(g.ne(0).any()))
+
+
+def _grads_match(a: dict, b: dict, tolerance: dict | None) -> bool:
+    if a.get("grad_error") or b.get("grad_error"):
+        return a.get("grad_error") == b.get("grad_error")
+    ga, gb = a.get("grads"), b.get("grads")
+    if ga is None or gb is None:
+        return ga is None and gb is None
+    for key in set(ga) | set(gb):
+        x, y = ga.get(key), gb.get(key)
+        if _is_zero(x) and _is_zero(y):
+            continue
+        if not isinstance(x, torch.Tensor) or not isinstance(y, torch.Tensor):
+            return False
+        if x.shape != y.shape or not _close(x, y.to(x.dtype), tolerance):
+            return False
+    return True
+
+
+def outcomes_match(a: dict, b: dict, tolerance: dict | None = None) -> bool:
+    """Do two outcomes of the same call agree: output, gradients, changed inputs, errors?"""
+    if a.get("status") != b.get("status"):
+        return False
+    if a.get("status") != "ok":
+        ea, eb = a.get("error") or {}, b.get("error") or {}
+        return ea.get("type") == eb.get("type") and ea.get("message") == eb.get("message")
+    if sorted(a.get("mutated") or []) != sorted(b.get("mutated") or []):
+        return False
+    if bool(a.get("forbidden")) != bool(b.get("forbidden")):
+        return False
+    return _values_match(a.get("output"), b.get("output"), tolerance) and \
+        _grads_match(a, b, tolerance)
+
+
+# Symptoms: predicates on the evidence, for `when=` in a catalogue. Generic, not tied to any
+# assignment; combine them with all_of / any_of / not_.
+
+def output_matches_reference(ev: Evidence) -> bool:
+    """The output is right (gradients, changed inputs or calls are what fails)."""
+    return ev.got.get("status") == "ok" and \
+        _values_match(ev.expected.get("output"), ev.got.get("output"), ev.tolerance)
+
+
+def gradient_cut(ev: Evidence) -> bool:
+    """The output is right but no (or an all-zero) gradient reaches an input that needs one."""
+    if not output_matches_reference(ev):
+        return False
+    if ev.got.get("grad_error") == "detached":
+        return True
+    expected, got = ev.expected.get("grads"), ev.got.get("grads")
+    if not expected or got is None:
+        return False
+    return any(not _is_zero(e) and _is_zero(got.get(k)) for k, e in expected.items())
+
+
+def changed_input(ev: Evidence) -> bool:
+    """An input was modified in place, or autograd complained about an in-place operation."""
+    if ev.got.get("mutated"):
+        return True
+    text = f"{(ev.got.get('error') or {}).get('message') or ''} {ev.got.get('grad_error') or ''}"
+    return "in-place" in text or "inplace" in text
+
+
+def lowered_precision(ev: Evidence) -> bool:
+    """A float64 result came back in a lower floating-point precision."""
+    return any(e.dtype == torch.float64 and isinstance(g, torch.Tensor) and g.is_floating_point()
+               and g.dtype != torch.float64 for e, g in ev.pairs())
+
+
+def forbidden_call(ev: Evidence) -> bool:
+    """The student called a library function the question forbids."""
+    return bool(ev.got.get("forbidden"))
+
+
+def non_finite_where_expected_finite(ev: Evidence) -> bool:
+    for e, g in ev.pairs():
+        if isinstance(g, torch.Tensor) and g.shape == e.shape and g.is_floating_point() \
+                and e.is_floating_point():
+            if bool((~torch.isfinite(g) & torch.isfinite(e)).any()):
+                return True
+    return False
+
+
+def nan_only_on_large_inputs(ev: Evidence) -> bool:
+    """NaN or inf where the reference is finite, in a case with deliberately large inputs."""
+    return ev.large_inputs and non_finite_where_expected_finite(ev)
+
+
+def sums_to_one_along(dim: int, item: int | None = None, tol: float = 1e-3) -> Predicate:
+    """The (item of the) output sums to 1 along `dim`, wherever the sums are finite."""
+    def check(ev: Evidence) -> bool:
+        _, g = ev.item(item)
+        if not isinstance(g, torch.Tensor) or not g.is_floating_point() or g.ndim == 0:
+            return False
+        try:
+            sums = g.double().sum(dim=dim)
+        except (IndexError, RuntimeError):
+            return False
+        finite = torch.isfinite(sums)
+        return bool(finite.any()) and bool(((sums[finite] - 1).abs() <= tol).all())
+
+    return check
+
+
+def equals_expected_transposed(item: int | None = None) -> Predicate:
+    """The (item of the) output is the expected one with its last two dimensions swapped."""
+    def check(ev: Evidence) -> bool:
+        e, g = ev.item(item)
+        if not isinstance(e, torch.Tensor) or not isinstance(g, torch.Tensor) or e.ndim < 2:
+            return False
+        t = e.transpose(-2, -1)
+        return _close(t, g, ev.tolerance) and not _close(e, g, ev.tolerance)
+
+    return check
+
+
+def values_right_dtype_wrong(ev: Evidence) -> bool:
+    """Every value is right but some result has another dtype (e.g. 0/1 floats for bools)."""
+    pairs = ev.pairs()
+    if not pairs or not any(isinstance(g, torch.Tensor) and g.dtype != e.dtype for e, g in pairs):
+        return False
+    for e, g in pairs:
+        if not isinstance(g, torch.Tensor) or g.shape != e.shape:
+            return False
+        if not _close(e.double(), g.double(), None):
+            return False
+    return True
+
+
+def expected_dtype(name: str) -> Predicate:
+    """Some expected result has this dtype ("bool", "float64"...)."""
+    return lambda ev: any(str(e.dtype).replace("torch.", "") == name for e, _ in ev.pairs())
+
+
+def raised(*words: str) -> Predicate:
+    """The student's call raised an error whose message contains all these words."""
+    def check(ev: Evidence) -> bool:
+        message = str((ev.got.get("error") or {}).get("message") or "").lower()
+        return ev.got.get("status") == "error" and all(w.lower() in message for w in words)
+
+    return check
+
+
+def all_of(*predicates: Predicate) -> Predicate:
+    return lambda ev: all(p(ev) for p in predicates)
+
+
+def any_of(*predicates: Predicate) -> Predicate:
+    return lambda ev: any(p(ev) for p in predicates)
+
+
+def not_(predicate: Predicate) -> Predicate:
+    return lambda ev: not predicate(ev)
+
+
+# ------------------------------------------------------------------ running variants
+
+@dataclass
+class CheckRecord:
+    """One `Question.check` call: its inputs, the reference's and the student's outcomes."""
+
+    assignment: Assignment
+    question: str
+    function: str
+    args: tuple
+    kwargs: dict
+    expected: dict
+    got: dict
+    seed: int
+    want_grad: bool
+    large_inputs: bool
+    tolerance: dict
+    _key: bytes | None = None
+
+    @property
+    def key(self) -> bytes:
+        if self._key is None:
+            buffers: list[bytes] = []
+            tree = encode((tuple(self.args), dict(self.kwargs)), buffers)
+            h = hashlib.sha256(json.dumps([self.function, self.seed, self.want_grad, tree],
+                                          sort_keys=True).encode())
+            for b in buffers:
+                h.update(b)
+            self._key = h.digest()
+        return self._key
+
+    def evidence(self) -> Evidence:
+        return Evidence(self.question, self.function, self.args, self.kwargs, self.expected,
+                        self.got, self.large_inputs, self.tolerance)
+
+
+@functools.lru_cache(maxsize=None)
+def _reference_code(path: str) -> tuple[types.CodeType, dict[str, frozenset[str]]]:
+    """The reference compiled once, and for each of its functions the functions it calls."""
+    source = Path(path).read_text()
+    tree = ast.parse(source)
+    top = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    direct = {name: {x.id for x in ast.walk(node) if isinstance(x, ast.Name) and x.id in top}
+              for name, node in top.items()}
+    calls = {}
+    for name in top:
+        seen, todo = set(), [name]
+        while todo:
+            for callee in direct[todo.pop()]:
+                if callee not in seen:
+                    seen.add(callee)
+                    todo.append(callee)
+        calls[name] = frozenset(seen | {name})
+    return compile(source, path, "exec"), calls
+
+
+class _Runner:
+    """Runs a catalogue's variants on recorded inputs, caching outcomes across submissions."""
+
+    _modules: dict[tuple, types.ModuleType] = {}
+    _outcomes: dict[tuple, dict] = {}
+    errors: dict[tuple[str, str], str] = {}     # (mistake, function) -> an error a variant raised
+
+    def __init__(self, assignment: Assignment, catalogue: Catalogue):
+        if assignment.reference_path is None:
+            raise AssignmentError("the hidden reference implementation is not available here")
+        self.catalogue = catalogue
+        self.reference = assignment.load_reference()
+        self.path = str(assignment.reference_path)
+        self.code, self.calls = _reference_code(self.path)
+
+    def affects(self, alternative: dict[str, Callable], function: str) -> bool:
+        return bool(set(alternative) & self.calls.get(function, {function}))
+
+    def _module(self, mistake: Mistake, index: int) -> types.ModuleType:
+        key = (self.path, id(self.catalogue), mistake.id, index)
+        with _lock:
+            module = self._modules.get(key)
+        if module is None:
+            module = types.ModuleType(f"_reference_with_{mistake.id}_{index}")
+            module.__file__ = self.path
+            exec(self.code, module.__dict__)
+            for name, impl in mistake.alternatives[index].items():
+                module.__dict__[name] = functools.partial(impl, self.reference)
+            with _lock:
+                module = self._modules.setdefault(key, module)
+        return module
+
+    def outcome(self, mistake: Mistake, index: int, record: CheckRecord) -> dict | None:
+        key = (self.path, id(self.catalogue), mistake.id, index, record.key)
+        with _lock:
+            cached = self._outcomes.get(key)
+        if cached is None:
+            fn = getattr(self._module(mistake, index), record.function, None)
+            if fn is None:
+                return None
+            raw = run_call(fn, record.args, record.kwargs,
+                           upstream=record.expected.get("upstream"), want_grad=record.want_grad)
+            cached = roundtrip_outcome(raw)
+            if cached["status"] != "ok":
+                err = cached.get("error") or {}
+                self.errors[(mistake.id, record.function)] = \
+                    f"{err.get('type')}: {err.get('message')}"
+            with _lock:
+                cached = self._outcomes.setdefault(key, cached)
+        return cached
+
+    def consistent(self, mistake: Mistake, index: int,
+                   passed: dict[str, list[CheckRecord]]) -> bool:
+        """The variant agrees with every check the student passed on a function it replaces."""
+        for function in mistake.alternatives[index]:
+            for record in passed.get(function, []):
+                out = self.outcome(mistake, index, record)
+                if out is None or not outcomes_match(record.expected, out, record.tolerance):
+                    return False
+        return True
+
+
+def _holds(predicate: Predicate, ev: Evidence) -> bool:
+    try:
+        return bool(predicate(ev))
+    except Exception:  # noqa: BLE001 - a rule that cannot judge this outcome does not match
+        return False
+
+
+def find_matches(runner: _Runner, record: CheckRecord,
+                 passed: dict[str, list[CheckRecord]] | None = None) -> list[Mistake]:
+    """Every known mistake that explains this failing check (the caller wants exactly one)."""
+    got = record.got
+    if got.get("status") in ("not_implemented", "memory"):
+        return []
+    if outcomes_match(record.expected, got, record.tolerance):
+        return []       # the reference itself reproduces this outcome: nothing to name
+    passed = passed or {}
+    ev = record.evidence()
+    found = []
+    for m in runner.catalogue.mistakes.values():
+        if m.questions and record.question not in m.questions:
+            continue
+        if m.alternatives:
+            if not any(runner.affects(alt, record.function)
+                       and (out := runner.outcome(m, i, record)) is not None
+                       and outcomes_match(out, got, record.tolerance)
+                       and runner.consistent(m, i, passed)
+                       for i, alt in enumerate(m.alternatives)):
+                continue
+        elif m.functions is not None and record.function not in m.functions:
+            continue
+        if m.when is not None and not _holds(m.when, ev):
+            continue
+        found.append(m)
+    return found
+
+
+# ------------------------------------------------------------------ one submission
+
+_state = threading.local()
+_warned: set[str] = set()
+
+
+class Session:
+    """Collects one submission's checks while it is graded; `apply` names the mistakes."""
+
+    def __init__(self, assignment: Assignment):
+        self.assignment = assignment
+        self.passed: dict[str, list[CheckRecord]] = {}
+        self.failed: list[tuple[CheckRecord, Any]] = []
+
+    def __enter__(self) -> "Session":
+        self._previous = getattr(_state, "session", None)
+        _state.session = self
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _state.session = self._previous
+
+    def apply(self) -> None:
+        """Set `diagnosis` and `hint` on each failing case whose mistake is unambiguous."""
+        if not self.failed:
+            return
+        try:
+            catalogue = catalogue_for(self.assignment)
+            if catalogue is None:
+                return
+            runner = _Runner(self.assignment, catalogue)
+        except (AssignmentError, OSError, SyntaxError) as e:
+            message = str(e)
+            if "not available" not in message and message not in _warned:
+                _warned.add(message)
+                print(f"autograder: diagnosis disabled: {message}", file=sys.stderr)
+            return
+        for record, case in self.failed:
+            try:
+                found = find_matches(runner, record, self.passed)
+            except Exception as e:  # noqa: BLE001 - never let diagnosis change a grade
+                key = f"{type(e).__name__}: {e}"
+                if key not in _warned:
+                    _warned.add(key)
+                    print(f"autograder: diagnosis of {record.function} failed: {key}",
+                          file=sys.stderr)
+                continue
+            if len(found) == 1:
+                case.diagnosis = [found[0].id]
+                case.hint = found[0].text()
+
+
+def note_check(record: CheckRecord, passed: bool, case: Any = None) -> None:
+    """Called for every `Question.check`; kept only while a Session is collecting."""
+    session = getattr(_state, "session", None)
+    if session is None:
+        return
+    if passed:
+        session.passed.setdefault(record.function, []).append(record)
+    elif case is not None:
+        session.failed.append((record, case))
+
+
+# ------------------------------------------------------------------ class-level figures
+
+def _case_diagnoses(result: Any) -> Iterable[tuple[str, list[str]]]:
+    """(question id, mistake ids of one case) for a SubmissionResult or its JSON form."""
+    questions = result.get("questions", {}) if isinstance(result, dict) else result.questions
+    for qid, q in questions.items():
+        cases = q.get("cases", []) if isinstance(q, dict) else q.cases
+        for c in cases:
+            ids = c.get("diagnosis") if isinstance(c, dict) else getattr(c, "diagnosis", None)
+            yield qid, list(ids or [])
+
+
+def diagnoses(result: Any) -> set[str]:
+    """Every mistake id named anywhere in one submission's feedback."""
+    return {m for _, ids in _case_diagnoses(result) for m in ids}
+
+
+def mistake_counts(results: Iterable[Any]) -> dict[str, dict[str, int]]:
+    """{question: {mistake id: number of submissions whose feedback on it names the mistake}}.
+
+    Accepts SubmissionResult objects or their JSON form. Mistakes are sorted by count, largest
+    first; questions without a named mistake are left out.
+    """
+    counts: dict[str, dict[str, int]] = {}
+    for r in results:
+        seen: dict[str, set[str]] = {}
+        for qid, ids in _case_diagnoses(r):
+            seen.setdefault(qid, set()).update(ids)
+        for qid, ids in seen.items():
+            for m in ids:
+                per = counts.setdefault(qid, {})
+                per[m] = per.get(m, 0) + 1
+    return {q: dict(sorted(per.items(), key=lambda kv: (-kv[1], kv[0])))
+            for q, per in counts.items()}
+
+
+# ------------------------------------------------------------------ measuring it on a corpus
+
+def read_header(path: Path) -> dict[str, str]:
+    """`# key: value` lines at the top of a corpus file."""
+    header = {}
+    for line in Path(path).read_text(errors="replace").splitlines():
+        m = re.match(r"#\s*(\w+):\s*(.*)", line)
+        if not m:
+            break
+        header[m.group(1)] = m.group(2).strip()
+    return header
+
+
+@dataclass
+class Evaluation:
+    wrong: list[tuple[str, str | None, list[str]]] = field(default_factory=list)
+    correct: list[tuple[str, list[str]]] = field(default_factory=list)
+    variant_errors: dict[tuple[str, str], str] = field(default_factory=dict)
+
+    @property
+    def named_right(self) -> int:
+        return sum(1 for _, want, got in self.wrong if want and want in got)
+
+    @property
+    def named_wrong(self) -> int:
+        return sum(1 for _, want, got in self.wrong if set(got) - {want})
+
+    @property
+    def correct_diagnosed(self) -> int:
+        return sum(1 for _, got in self.correct if got)
+
+    def share(self, n: int) -> float:
+        return n / len(self.wrong) if self.wrong else 0.0
+
+    def meets(self, right: float = 0.9) -> bool:
+        return (bool(self.wrong) and self.share(self.named_right) >= right
+                and self.named_wrong == 0 and self.correct_diagnosed == 0)
+
+    def report(self, verbose: bool = False) -> str:
+        n = len(self.wrong)
+        lines = [
+            f"wrong submissions: {n}, correct submissions: {len(self.correct)}",
+            f"  feedback names the right mistake: {self.named_right}/{n} "
+            f"({100 * self.share(self.named_right):.1f}%, target >= 90%)",
+            f"  feedback names a wrong mistake:   {self.named_wrong}/{n} "
+            f"({100 * self.share(self.named_wrong):.1f}%, target 0%)",
+            f"  correct submissions with a diagnosis: {self.correct_diagnosed}/"
+            f"{len(self.correct)} (target 0)",
+        ]
+        misses = [(p, w, g) for p, w, g in self.wrong if not w or w not in g or set(g) - {w}]
+        if verbose or misses:
+            lines.append("")
+            lines.append("not as expected:" if not verbose else "per submission:")
+            for p, w, g in (self.wrong if verbose else misses):
+                mark = "ok  " if w and w in g and not set(g) - {w} else "MISS"
+                lines.append(f"  {mark} {p}: expected {w or '(no # diagnosis: header)'}, "
+                             f"named {', '.join(sorted(g)) or 'nothing'}")
+            for p, g in self.correct:
+                if g or verbose:
+                    lines.append(f"  {'ok  ' if not g else 'MISS'} {p}: correct, named "
+                                 f"{', '.join(sorted(g)) or 'nothing'}")
+        return "\n".join(lines)
+
+
+def evaluate(corpus: Path, grade: Callable[[Path], Any]) -> Evaluation:
+    """Grade `corpus/wrong/*.py` and `corpus/correct/*.py`; compare with `# diagnosis:`."""
+    corpus = Path(corpus)
+    ev = Evaluation()
+    for path in sorted((corpus / "wrong").glob("*.py")):
+        want = read_header(path).get("diagnosis") or None
+        ev.wrong.append((path.name, want, sorted(diagnoses(grade(path)))))
+    for path in sorted((corpus / "correct").glob("*.py")):
+        ev.correct.append((path.name, sorted(diagnoses(grade(path)))))
+    ev.variant_errors = dict(_Runner.errors)
+    return ev

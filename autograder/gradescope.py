@@ -1,0 +1,222 @@
+"""Gradescope: grade `/autograder/submission` and write `/autograder/results/results.json`.
+
+`run_autograder` (made by `autograder build`) calls `python -m autograder.gradescope`, which
+picks the submitted file, grades it with this project's sandboxed `autograder grade --json` in a
+child process, and converts that JSON to Gradescope's format (`to_gradescope`):
+
+* top-level `score` (the submission's total) and `output` (problems with the submission, and a
+  summary of the public cases while the per-question details are not yet visible);
+* `tests`: one entry per question (`name` = question id, `score`, `max_score`, `status`
+  passed/failed, `output` = every case's feedback, `output_format`, `visibility`). A question
+  with hidden cases gets the visibility `[gradescope] hidden_visibility` of assignment.toml
+  (default `after_published`); a question with only public cases is `visible`.
+
+The root of the layout (source/, submission/, results/) is `--root`, else `$GRADESCOPE_ROOT`,
+else `/autograder`, so a test can run it against a temporary folder shaped like Gradescope's.
+Whatever happens, a results.json is written.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from .assignment import Assignment, load_assignment
+from .submissions import find_submissions
+
+VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
+DEFAULT_HIDDEN_VISIBILITY = "after_published"
+
+
+def hidden_visibility(assignment: Assignment) -> str:
+    value = assignment.config.get("gradescope", {}).get("hidden_visibility",
+                                                        DEFAULT_HIDDEN_VISIBILITY)
+    if value not in VISIBILITIES:
+        raise ValueError(f"[gradescope] hidden_visibility must be one of {', '.join(VISIBILITIES)}")
+    return value
+
+
+# ------------------------------------------------------------------ the conversion
+
+def _num(x: float) -> str:
+    return f"{x:g}"
+
+
+def question_output(q: dict, *, public_only: bool = False) -> str:
+    """A question's cases as text: a line per case, what is wrong under each failing one."""
+    lines = [f"{_num(q['score'])}/{_num(q['max_score'])} ({q['status']})"]
+    for c in q.get("cases", []):
+        if public_only and c.get("hidden"):
+            continue
+        tag = "hidden case" if c.get("hidden") else "case"
+        mark = "pass" if c.get("status") == "passed" else "FAIL"
+        lines.append(f"[{mark}] {tag} '{c.get('name')}' ({_num(c.get('points', 0))} pt)")
+        if c.get("status") != "passed" and c.get("message"):
+            lines.append(f"       {c['message']}")
+    if not q.get("cases") and q.get("feedback"):
+        lines.append(q["feedback"])
+    lines += [n for n in q.get("notes", [])]
+    return "\n".join(lines)
+
+
+def to_gradescope(submission: dict, *, visibility: str = DEFAULT_HIDDEN_VISIBILITY,
+                  extra_notes: list[str] = ()) -> dict:
+    """Gradescope's results.json for one submission of `autograder grade --json`."""
+    if visibility not in VISIBILITIES:
+        raise ValueError(f"unknown visibility {visibility!r}")
+    tests, delayed = [], []
+    for qid, q in submission.get("questions", {}).items():
+        has_hidden = any(c.get("hidden") for c in q.get("cases", []))
+        vis = visibility if has_hidden else "visible"
+        if vis != "visible":
+            delayed.append((qid, q))
+        tests.append({
+            "name": qid,
+            "score": float(q["score"]),
+            "max_score": float(q["max_score"]),
+            "status": "passed" if q["status"] == "passed" else "failed",
+            "output": question_output(q),
+            "output_format": "text",
+            "visibility": vis,
+        })
+    out: list[str] = [f"Graded {Path(submission.get('path', '')).name}."]
+    if submission.get("error"):
+        out.append(f"Problem: {submission['error']}")
+    out += list(extra_notes) + list(submission.get("notes", []))
+    if delayed:
+        when = {"hidden": "are not shown", "after_due_date": "appear after the due date",
+                "after_published": "appear when grades are published"}[visibility]
+        out.append(f"\nPublic cases (the full results per question, hidden cases included, "
+                   f"{when}):")
+        for qid, q in delayed:
+            cases = [c for c in q.get("cases", []) if not c.get("hidden")]
+            passed = sum(c.get("status") == "passed" for c in cases)
+            out.append(f"\n{qid}: {passed}/{len(cases)} public cases pass")
+            for c in cases:
+                if c.get("status") != "passed":
+                    out.append(f"  case '{c.get('name')}': {c.get('message')}")
+    return {
+        "score": float(submission.get("score", 0.0)),
+        "output": "\n".join(out),
+        "output_format": "text",
+        "stdout_visibility": "hidden",
+        "tests": tests,
+    }
+
+
+def failure_results(message: str, assignment: Assignment | None = None) -> dict:
+    """results.json when nothing could be graded: score 0 and a message, never a crash."""
+    tests = []
+    if assignment is not None:
+        from .runner import load_question_file
+
+        for q in assignment.questions:
+            try:
+                max_score = float(sum(tc.points or 0 for tc in
+                                      load_question_file(str(q.test_file)).test_cases))
+            except Exception:  # noqa: BLE001 - a broken question file must not lose the row
+                max_score = 0.0
+            tests.append({"name": q.id, "score": 0.0, "max_score": max_score,
+                          "status": "failed", "output": message, "output_format": "text",
+                          "visibility": "visible"})
+    return {"score": 0.0, "output": message, "output_format": "text",
+            "stdout_visibility": "hidden", "tests": tests}
+
+
+# ------------------------------------------------------------------ the run
+
+def pick_submission(folder: Path, student_file: str) -> tuple[Path | None, list[str]]:
+    """The file to grade among those submitted, and notes (or the reason there is none)."""
+    files = find_submissions([str(folder)]) if folder.is_dir() else []
+    stem = Path(student_file).stem
+    if not files:
+        return None, [f"No .py or .ipynb file was submitted: upload {student_file} or "
+                      f"{stem}.ipynb."]
+    for wanted in (student_file, f"{stem}.ipynb"):
+        named = [f for f in files if f.name == wanted]
+        if len(named) >= 1:
+            others = [f.name for f in files if f != named[0]]
+            notes = [f"Also submitted, not graded: {', '.join(others)}."] if others else []
+            return named[0], notes
+    if len(files) == 1:
+        return files[0], []
+    names = ", ".join(f.name for f in files)
+    return None, [f"Several files were submitted ({names}) and none is named {student_file} or "
+                  f"{stem}.ipynb: rename the one to grade."]
+
+
+def run(root: Path, assignment_arg: str) -> dict:
+    """Grade the submission under `root` and write root/results/results.json."""
+    results_dir = root / "results"
+    results_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        assignment = load_assignment(assignment_arg)
+        visibility = hidden_visibility(assignment)
+    except Exception as e:  # noqa: BLE001 - a broken setup still writes a results.json
+        return _write(results_dir, failure_results(f"The autograder is misconfigured ({e}); "
+                                                   "tell your instructor."))
+    path, notes = pick_submission(root / "submission", assignment.student_file)
+    if path is None:
+        return _write(results_dir, failure_results("\n".join(notes), assignment))
+    engine_root = Path(__file__).resolve().parent.parent
+    with tempfile.TemporaryDirectory() as tmp:
+        grade_json = Path(tmp) / "grade.json"
+        cmd = [sys.executable, "-m", "autograder", "grade", "-a", str(assignment.root),
+               str(path), "--json", str(grade_json), "--feedback"]
+        timeout = assignment.limits.submission_seconds * 3 + 300
+        try:
+            proc = subprocess.run(cmd, cwd=engine_root, capture_output=True, text=True,
+                                  timeout=timeout, env={**os.environ, "PYTHONPATH": str(
+                                      engine_root)})
+            print(proc.stdout)
+            print(proc.stderr, file=sys.stderr)
+        except subprocess.TimeoutExpired:
+            return _write(results_dir, failure_results(
+                "Grading took too long and was stopped; tell your instructor.", assignment))
+        if proc.returncode != 0 or not grade_json.is_file():
+            return _write(results_dir, failure_results(
+                "The autograder failed before it could grade this submission; tell your "
+                "instructor.", assignment))
+        data = json.loads(grade_json.read_text())
+    submission = data["submissions"][0]
+    return _write(results_dir, to_gradescope(submission, visibility=visibility,
+                                             extra_notes=notes))
+
+
+def _write(results_dir: Path, results: dict) -> dict:
+    (results_dir / "results.json").write_text(json.dumps(results, indent=2))
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m autograder.gradescope",
+                                description="Grade a Gradescope submission, or convert JSON.")
+    p.add_argument("-a", "--assignment", required=True, help="assignment name or folder")
+    p.add_argument("--root", default=os.environ.get("GRADESCOPE_ROOT", "/autograder"),
+                   help="folder holding source/, submission/, results/ (default: "
+                        "$GRADESCOPE_ROOT or /autograder)")
+    p.add_argument("--from-json", metavar="FILE",
+                   help="only convert this `autograder grade --json` file (first submission)")
+    p.add_argument("--out", metavar="FILE", help="with --from-json: where to write")
+    args = p.parse_args(argv)
+    if args.from_json:
+        assignment = load_assignment(args.assignment)
+        data = json.loads(Path(args.from_json).read_text())
+        results = to_gradescope(data["submissions"][0], visibility=hidden_visibility(assignment))
+        text = json.dumps(results, indent=2)
+        if args.out:
+            Path(args.out).write_text(text)
+        else:
+            print(text)
+        return 0
+    results = run(Path(args.root), args.assignment)
+    print(f"score: {results['score']:g}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

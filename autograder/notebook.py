@@ -1,0 +1,201 @@
+"""The student notebook, generated from the student template so the two never drift.
+
+The template `.py` is the one source of the code: its module docstring becomes the notebook's
+introduction, its imports and other top-level statements the setup cell, and each function a
+cell of its own under the question that grades it, followed by a `grader.check("<question>")`
+cell (otter's `Notebook`). The prose around the questions comes from an optional
+`notebook.md` in the assignment folder:
+
+    Text before the first marker: the notebook's introduction.
+    <!-- question: softmax -->
+    The explanation shown above the functions of question `softmax`.
+    <!-- end -->
+    Text after the last question (how to submit...).
+
+`python -m autograder.notebook ASSIGNMENT` rewrites the committed notebook next to the template;
+`--check` only says whether it is up to date. The same generator fills the notebook with any
+other source (a solution, say), which is how tests build notebook submissions.
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import re
+import sys
+from pathlib import Path
+
+import nbformat
+
+from .assignment import Assignment, load_assignment
+
+_MARKER = re.compile(r"^<!--\s*(question:\s*([\w-]+)|end)\s*-->[ \t]*$", re.M)
+KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+
+
+def student_assignment_dir(assignment: Assignment) -> str:
+    """Where a student bundle keeps the assignment's data, relative to the bundle's root.
+
+    The bundle mirrors the project (`autograder/`, `assignments/<name>/`), so the engine finds
+    the assignment as it does here and the notebook, at the bundle's root, finds the tests.
+    """
+    return f"assignments/{assignment.root.name}"
+
+
+def student_tests_dir(assignment: Assignment) -> str:
+    return f"{student_assignment_dir(assignment)}/tests"
+
+
+def notebook_path(assignment: Assignment) -> Path:
+    """The committed student notebook: next to the template, with the same stem."""
+    return assignment.template.with_suffix(".ipynb")
+
+
+def read_prose(assignment: Assignment) -> tuple[str, dict[str, str], str]:
+    """(introduction, explanation per question id, closing text) from `notebook.md`."""
+    path = assignment.root / "notebook.md"
+    if not path.is_file():
+        return "", {}, ""
+    text = path.read_text()
+    parts = _MARKER.split(text)
+    intro, questions, end = parts[0].strip(), {}, ""
+    # re.split with two groups gives: text, marker, qid-or-None, text, marker, qid, text...
+    for i in range(1, len(parts), 3):
+        body = parts[i + 2].strip()
+        if parts[i + 1]:
+            questions[parts[i + 1]] = body
+        else:
+            end = body
+    unknown = set(questions) - {q.id for q in assignment.questions}
+    if unknown:
+        raise ValueError(f"{path.name} explains unknown questions: {', '.join(sorted(unknown))}")
+    return intro, questions, end
+
+
+def split_source(source: str) -> tuple[str, list[tuple[str | None, str]]]:
+    """(module docstring, top-level pieces in order), a piece being (function name or None,
+    its source). Each piece keeps the comment lines right above it and its decorators."""
+    tree = ast.parse(source)
+    lines = source.splitlines()
+    docstring = ast.get_docstring(tree, clean=True) or ""
+    body = list(tree.body)
+    previous_end = 0
+    if docstring:
+        previous_end = body[0].end_lineno
+        body = body[1:]
+    pieces: list[tuple[str | None, str]] = []
+    for node in body:
+        first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+        start = first - 1
+        # Comment lines directly above belong to the statement.
+        while start > previous_end and lines[start - 1].lstrip().startswith("#"):
+            start -= 1
+        chunk = "\n".join(lines[start:node.end_lineno]).strip("\n")
+        previous_end = node.end_lineno
+        is_function = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        pieces.append((node.name if is_function else None, chunk))
+    return docstring, pieces
+
+
+def functions_of(source: str) -> dict[str, str]:
+    """{name: source} of the top-level functions of `source`."""
+    return {name: chunk for name, chunk in split_source(source)[1] if name is not None}
+
+
+def _is_def(text: str) -> bool:
+    """Whether the last piece of `text` is a function (so the next one needs blank lines)."""
+    try:
+        body = ast.parse(text).body
+    except SyntaxError:
+        return True
+    return bool(body) and isinstance(body[-1], (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                ast.ClassDef))
+
+
+def _md(cid: str, text: str):
+    cell = nbformat.v4.new_markdown_cell(text)
+    cell["id"] = cid
+    return cell
+
+
+def _code(cid: str, text: str):
+    cell = nbformat.v4.new_code_cell(text)
+    cell["id"] = cid
+    return cell
+
+
+def build_notebook(assignment: Assignment, source: str | None = None):
+    """The student notebook for `assignment`, with the template's code (or `source`'s)."""
+    template = assignment.template.read_text()
+    docstring, pieces = split_source(template if source is None else source)
+    functions = {name: chunk for name, chunk in pieces if name is not None}
+    intro, explanations, end = read_prose(assignment)
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = dict(KERNELSPEC)
+    nb.metadata["language_info"] = {"name": "python"}
+    cells = []
+    if intro:
+        cells.append(_md("intro", intro))
+    if docstring:
+        cells.append(_md("rules", docstring))
+    cells.append(_code("otter-setup", f"# Run this cell first: the checks below use `grader`.\n"
+                                      f"import otter\n\ngrader = otter.Notebook("
+                                      f"tests_dir={student_tests_dir(assignment)!r})"))
+    # Everything that is not a question's function (imports, constants, helpers) comes first,
+    # in its original order: consecutive statements on consecutive lines, functions apart.
+    in_questions = {f for q in assignment.questions for f in q.functions}
+    setup = ""
+    for name, chunk in pieces:
+        if name in in_questions:
+            continue
+        if setup:
+            single = name is None and not setup.endswith("\n\n\n") and not _is_def(setup)
+            setup += "\n" if single else "\n\n\n"
+        setup += chunk
+    if setup:
+        cells.append(_code("imports", setup))
+    for number, q in enumerate(assignment.questions, 1):
+        text = explanations.get(q.id) or f"## Question {number}: `{q.id}`"
+        cells.append(_md(f"{q.id}-about", text))
+        for fn in q.functions:
+            code = functions.get(fn)
+            if code is None:
+                sig = assignment.api.get(fn)
+                code = f"def {sig.render() if sig else fn + '()'}:\n    raise NotImplementedError"
+            cells.append(_code(f"{q.id}-{fn}"[:64], code))
+        cells.append(_code(f"{q.id}-check"[:64], f'grader.check("{q.id}")'))
+    if end:
+        cells.append(_md("end", end))
+    nb.cells = cells
+    return nb
+
+
+def render(nb) -> str:
+    """The notebook as written to disk (what `nbformat.write` produces)."""
+    text = nbformat.writes(nb)
+    return text if text.endswith("\n") else text + "\n"
+
+
+def notebook_text(assignment: Assignment, source: str | None = None) -> str:
+    return render(build_notebook(assignment, source))
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m autograder.notebook",
+                                description="Write the student notebook from the template.")
+    p.add_argument("assignment")
+    p.add_argument("--check", action="store_true", help="only say whether it is up to date")
+    args = p.parse_args(argv)
+    assignment = load_assignment(args.assignment)
+    path = notebook_path(assignment)
+    text = notebook_text(assignment)
+    if args.check:
+        ok = path.is_file() and path.read_text() == text
+        print(f"{path.name}: {'up to date' if ok else 'out of date; run without --check'}")
+        return 0 if ok else 1
+    path.write_text(text)
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

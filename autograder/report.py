@@ -1,0 +1,184 @@
+"""Files a class grading run writes: grades.csv, grades.json, feedback/*.md and report.html."""
+from __future__ import annotations
+
+import base64
+import collections
+import csv
+import io
+import json
+import os
+import re
+import statistics
+import time
+from pathlib import Path
+
+from .assignment import Assignment
+from .results import PASSED, SubmissionResult, results_json
+
+LIMIT_STATUSES = ("error", "timeout", "memory limit", "forbidden call")
+
+
+def safe_name(name: str) -> str:
+    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "student"
+    return cleaned[:80]
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def feedback_markdown(result: SubmissionResult, title: str) -> str:
+    lines = [f"# {title}: feedback for {result.student or result.path}", "",
+             f"**Total: {result.score:g} / {result.max_score:g}**", ""]
+    if result.error:
+        lines += [f"> {result.error}", ""]
+    for note in result.notes:
+        lines += [f"_{note}_", ""]
+    for q in result.questions.values():
+        lines.append(f"## {q.id}: {q.score:g} / {q.max_score:g} ({q.status})")
+        lines.append("")
+        if q.status == "not attempted":
+            lines += ["Not implemented yet: the function still raises NotImplementedError.", ""]
+            continue
+        for c in q.cases:
+            mark = "✅" if c.status == "passed" else "❌"
+            kind = "hidden case" if c.hidden else "case"
+            text = f"- {mark} {kind} *{c.name}*"
+            if c.status != "passed":
+                text += f": {c.message}"
+            lines.append(text)
+        for n in q.notes:
+            lines.append(f"- {n}")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _plot_png(values: list[float], maximum: float, title: str, xlabel: str) -> str:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(4.2, 2.6), dpi=100)
+    if maximum <= 12 and all(float(v).is_integer() for v in values):
+        bins = [x - 0.5 for x in range(int(maximum) + 2)]
+    else:
+        bins = min(20, max(5, int(maximum)))
+    ax.hist(values, bins=bins, range=None, color="#4a7bd0", edgecolor="white")
+    ax.set_xlim(-0.5, maximum + 0.5)
+    ax.set_title(title, fontsize=10)
+    ax.set_xlabel(xlabel, fontsize=9)
+    ax.set_ylabel("students", fontsize=9)
+    ax.yaxis.get_major_locator().set_params(integer=True)
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    plt.close(fig)
+    return base64.b64encode(buf.getvalue()).decode()
+
+
+def _mistake_counts(results: list[SubmissionResult]) -> dict:
+    """Named mistakes per question, when misconception diagnosis is available."""
+    try:
+        from .diagnose import mistake_counts
+    except ImportError:
+        return {}
+    try:
+        return mistake_counts(results)
+    except Exception:  # noqa: BLE001 - a report must not fail over an optional section
+        return {}
+
+
+def html_report(assignment: Assignment, results: list[SubmissionResult],
+                feedback_files: list[str], flags: list[dict]) -> str:
+    import jinja2
+
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
+        autoescape=True)
+    totals = [r.score for r in results]
+    max_total = max((r.max_score for r in results), default=0.0)
+    mistakes = _mistake_counts(results)
+    questions = []
+    for q in assignment.questions:
+        per = [r.questions[q.id] for r in results if q.id in r.questions]
+        if not per:
+            continue
+        qmax = per[0].max_score
+        kinds = collections.Counter()
+        for qr in per:
+            kinds.update({c.kind or c.status for c in qr.cases if c.status != "passed"})
+        statuses = collections.Counter(qr.status for qr in per)
+        questions.append({
+            "id": q.id, "max": f"{qmax:g}", "mean": statistics.mean(qr.score for qr in per),
+            "full": sum(qr.status == PASSED for qr in per),
+            "statuses": sorted(statuses.items(), key=lambda kv: -kv[1]),
+            "kinds": kinds.most_common(4),
+            "mistakes": sorted(mistakes.get(q.id, {}).items(), key=lambda kv: -kv[1])[:5],
+            "plot": _plot_png([qr.score for qr in per], qmax, q.id, "score"),
+        })
+    problems = []
+    for r in results:
+        bad = [f"{qid}: {q.status}" for qid, q in r.questions.items()
+               if q.status in LIMIT_STATUSES]
+        if r.error or bad:
+            problems.append({"student": r.student or r.path, "path": r.path,
+                             "what": r.error or "; ".join(bad)})
+    students = []
+    for r, fb in zip(results, feedback_files):
+        students.append({
+            "name": r.student or r.path, "total": f"{r.score:g}", "max": f"{r.max_score:g}",
+            "feedback": fb,
+            "cells": [{"score": f"{r.questions[q['id']].score:g}",
+                       "status": r.questions[q["id"]].status}
+                      if q["id"] in r.questions else {"score": "-", "status": ""}
+                      for q in questions]})
+    return env.get_template("report.html.j2").render(
+        title=assignment.title, assignment=assignment.name, n=len(results),
+        generated=time.strftime("%Y-%m-%d %H:%M"),
+        sandbox=next((r.sandbox for r in results if r.sandbox), None),
+        mean=statistics.mean(totals) if totals else 0.0,
+        median=statistics.median(totals) if totals else 0.0, max_total=max_total,
+        full=sum(r.score == r.max_score and r.max_score > 0 for r in results),
+        total_plot=_plot_png(totals, max_total, "total scores", "total"),
+        questions=questions, problems=problems, students=students, flags=flags)
+
+
+def write_reports(out: Path, assignment: Assignment, results: list[SubmissionResult],
+                  flags: list[dict] | None = None) -> dict[str, Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    fb_dir = out / "feedback"
+    fb_dir.mkdir(exist_ok=True)
+    qids = [q.id for q in assignment.questions]
+    feedback_files, used = [], set()
+    for r in results:
+        name = safe_name(r.student or Path(r.path).stem)
+        base, i = name, 2
+        while name in used:
+            name, i = f"{base}-{i}", i + 1
+        used.add(name)
+        rel = f"feedback/{name}.md"
+        _write_atomic(out / rel, feedback_markdown(r, assignment.title))
+        feedback_files.append(rel)
+
+    buf = io.StringIO()
+    writer = csv.writer(buf)
+    writer.writerow(["student", "file", *qids, "total", "max_score", "status", "error"])
+    for r in results:
+        statuses = {q.status for q in r.questions.values()}
+        overall = "error" if r.error else next(
+            (s for s in LIMIT_STATUSES if s in statuses), "graded")
+        writer.writerow([r.student or "", r.path,
+                         *[f"{r.questions[q].score:g}" if q in r.questions else "" for q in qids],
+                         f"{r.score:g}", f"{r.max_score:g}", overall, r.error or ""])
+    _write_atomic(out / "grades.csv", buf.getvalue())
+    data = results_json(assignment.name, results)
+    if flags:
+        data["flags"] = flags
+    _write_atomic(out / "grades.json", json.dumps(data, indent=2))
+    _write_atomic(out / "report.html", html_report(assignment, results, feedback_files,
+                                                   flags or []))
+    return {"csv": out / "grades.csv", "json": out / "grades.json",
+            "html": out / "report.html", "feedback": fb_dir}

@@ -1,0 +1,162 @@
+"""Grading a whole class: layouts, one row per student, resume after a kill, reports."""
+import base64
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import QUESTIONS, ROOT, SUBMISSIONS, run_cli
+
+
+def make_class(root: Path) -> dict[str, str]:
+    """A messy class in GitHub Classroom's layout (one folder per student)."""
+    cls = root / "class"
+    cls.mkdir()
+    plan = {
+        "alice": SUBMISSIONS / "correct" / "einsum_style.py",
+        "bob": SUBMISSIONS / "wrong" / "softmax_no_max_subtraction.py",
+        "dup-one": SUBMISSIONS / "wrong" / "mask_ignored.py",
+        "dup-two": SUBMISSIONS / "wrong" / "mask_ignored.py",
+        "crasher": SUBMISSIONS / "hostile" / "os_exit_in_softmax.py",
+        "carol": ROOT / "student_template" / "attention.py",
+    }
+    for name, src in plan.items():
+        (cls / name).mkdir()
+        shutil.copy(src, cls / name / "attention.py")
+    (cls / "empty").mkdir()
+    odd = os.fsdecode(b"j\xe9r\xf4me")  # not UTF-8
+    (cls / odd).mkdir()
+    shutil.copy(SUBMISSIONS / "correct" / "logsumexp_style.py", cls / odd / "attention.py")
+    both = cls / "both"
+    both.mkdir()
+    shutil.copy(SUBMISSIONS / "correct" / "reference_style.py", both / "attention.py")
+    (both / "attention.ipynb").write_text(json.dumps({
+        "cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    return {"class": str(cls), "odd": odd}
+
+
+@pytest.fixture(scope="module")
+def graded_class(tmp_path_factory):
+    root = tmp_path_factory.mktemp("classroom")
+    info = make_class(root)
+    out = root / "out"
+    r = run_cli("grade", "-a", "attention", info["class"], "--out", str(out), timeout=900)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return {"root": root, "out": out, "proc": r, **info}
+
+
+def test_every_student_gets_exactly_one_row(graded_class):
+    data = json.loads((graded_class["out"] / "grades.json").read_text())
+    students = sorted(s["student"] for s in data["submissions"])
+    assert len(students) == 9 and len(set(students)) == 9
+    rows = {s["student"]: s for s in data["submissions"]}
+    assert rows["alice"]["score"] == 35
+    assert rows["dup-one"]["score"] == rows["dup-two"]["score"] < 35
+    assert rows["empty"]["score"] == 0 and "no attention.py" in rows["empty"]["error"]
+    assert rows["crasher"]["questions"]["softmax"]["status"] == "error"
+    assert rows["crasher"]["questions"]["attention"]["status"] == "passed"
+    assert rows["both"]["path"].endswith("attention.py")
+    assert any("attention.ipynb" in n for n in rows["both"]["notes"])
+    odd = next(s for s in students if s.startswith("j"))
+    assert rows[odd]["score"] == 35
+    csv_lines = (graded_class["out"] / "grades.csv").read_text(encoding="utf-8").splitlines()
+    assert csv_lines[0].split(",")[:8] == ["student", "file", *QUESTIONS]
+    assert len(csv_lines) == 10
+    feedback = sorted(p.name for p in (graded_class["out"] / "feedback").iterdir())
+    assert len(feedback) == 9
+
+
+def test_feedback_files_are_what_the_student_sees(graded_class):
+    text = (graded_class["out"] / "feedback" / "bob.md").read_text()
+    assert "softmax: 5 / 6 (partial)" in text
+    assert "NaN" in text and "subtract the maximum" in text
+    assert "expected" not in text.split("hidden case")[1][:300]  # hidden cases stay hidden
+
+
+def test_rerun_on_an_unchanged_class_regrades_nothing(graded_class):
+    start = time.monotonic()
+    r = run_cli("grade", "-a", "attention", graded_class["class"], "--out",
+                str(graded_class["out"]))
+    assert r.returncode == 0
+    assert "8 of 8 submissions unchanged since the last run (cached)" in r.stdout
+    assert "grading" not in r.stderr  # no progress bar: nothing to grade
+
+
+def _snapshot(out: Path) -> dict:
+    data = json.loads((out / "grades.json").read_text())
+    for s in data["submissions"]:
+        s.pop("seconds", None)
+    return {"json": data, "csv": (out / "grades.csv").read_text(),
+            "feedback": {p.name: p.read_text() for p in (out / "feedback").iterdir()}}
+
+
+def test_resume_after_kill_gives_the_same_files(tmp_path):
+    cls = tmp_path / "class"
+    cls.mkdir()
+    files = sorted((SUBMISSIONS / "wrong").glob("*.py"))[:10]
+    for f in files:
+        shutil.copy(f, cls / f.name)
+    shutil.copy(SUBMISSIONS / "hostile" / "infinite_loop_softmax.py", cls / "zz_loop.py")
+    clean, resumed = tmp_path / "clean", tmp_path / "resumed"
+    assert run_cli("grade", "-a", "attention", str(cls), "--out", str(clean), "--jobs", "1",
+                   timeout=900).returncode == 0
+
+    proc = subprocess.Popen([sys.executable, "-m", "autograder", "grade", "-a", "attention",
+                             str(cls), "--out", str(resumed), "--jobs", "1"],
+                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    cache = resumed / ".cache"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        if cache.is_dir() and len(list(cache.glob("*.json"))) >= 3:
+            break
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)  # like kill -9 of the whole job
+    proc.wait()
+    done_before = len(list(cache.glob("*.json")))
+    assert 3 <= done_before < 11 and not (resumed / "grades.json").exists()
+
+    r = run_cli("grade", "-a", "attention", str(cls), "--out", str(resumed), "--jobs", "1",
+                timeout=900)
+    assert r.returncode == 0
+    assert f"{done_before} of 11 submissions unchanged" in r.stdout
+    assert _snapshot(resumed) == _snapshot(clean)
+
+
+def test_report_has_one_plot_per_question_and_lists_problems(graded_class):
+    html = (graded_class["out"] / "report.html").read_text()
+    assert html.count('class="question-plot"') == len(QUESTIONS)
+    assert "http://" not in html.replace("http://www.w3.org", "") and "src=\"http" not in html
+    assert "crasher" in html.split("errored, timed out")[1]
+    assert "empty" in html.split("errored, timed out")[1]
+
+
+def test_report_opens_in_a_headless_browser(graded_class, tmp_path):
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    assert chromium, "chromium is installed by `make system-deps`"
+    page = (graded_class["out"] / "report.html").resolve()
+    r = subprocess.run(
+        [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+         "--no-first-run", "--disable-background-networking", "--disable-component-update",
+         "--disable-sync", f"--user-data-dir={tmp_path / 'profile'}", "--enable-logging=stderr",
+         "--v=0", "--virtual-time-budget=2000", "--dump-dom", page.as_uri()],
+        capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    dom = r.stdout
+    assert dom.count('class="question-plot"') == len(QUESTIONS)
+    assert "Uncaught" not in r.stderr and "CONSOLE" not in r.stderr
+    shot = tmp_path / "report.png"
+    subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu",
+                    "--disable-background-networking", "--disable-component-update",
+                    "--disable-sync", f"--user-data-dir={tmp_path / 'profile2'}",
+                    "--window-size=1200,2000", f"--screenshot={shot}", page.as_uri()],
+                   capture_output=True, timeout=120)
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    for chunk in dom.split('src="data:image/png;base64,')[1:]:
+        assert base64.b64decode(chunk.split('"', 1)[0])[:4] == b"\x89PNG"
