@@ -340,7 +340,12 @@ class Question:
     def _raise_for_status(self, fn_name: str, got: dict) -> None:
         status, err = got["status"], got.get("error") or {}
         if got["forbidden"]:
-            names = ", ".join(f"`{n}`" for n in got["forbidden"])
+            # A named function says more than the autograd node it left behind.
+            hits = [n for n in got["forbidden"] if not n.startswith("autograd.")] or \
+                got["forbidden"]
+            names = ", ".join(
+                f"a library routine (`{n[len('autograd.'):]}` in the autograd graph of your "
+                "result)" if n.startswith("autograd.") else f"`{n}`" for n in hits)
             raise CheckFailed([Problem(
                 "forbidden", f"{fn_name} called {names}, which this question asks you to "
                              "write yourself; implement it with basic tensor operations")],

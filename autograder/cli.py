@@ -238,6 +238,17 @@ def cmd_diagnose_eval(args) -> int:
     return 0 if result.meets() else 1
 
 
+def cmd_benchmark(args) -> int:
+    from .benchmark import run
+
+    corpus = Path(args.corpus)
+    if not corpus.is_dir():
+        print(f"autograder: corpus folder {corpus} not found", file=sys.stderr)
+        return 2
+    return run(args.assignment, corpus, args.n, args.jobs or os.cpu_count() or 1,
+               args.otter_sample)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="autograder", description="Grade transformer exercises.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -269,6 +280,15 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("file")
     r.add_argument("--question", required=True)
     r.set_defaults(func=cmd_classroom)
+
+    m = sub.add_parser("benchmark", help="measure grading speed and memory against otter")
+    m.add_argument("-a", "--assignment", default="attention")
+    m.add_argument("--corpus", default="tests/submissions",
+                   help="folder of subfolders (correct/, wrong/, broken/) of submissions")
+    m.add_argument("--n", type=int, default=200, help="class size")
+    m.add_argument("--jobs", type=int, default=0)
+    m.add_argument("--otter-sample", type=int, default=3)
+    m.set_defaults(func=cmd_benchmark)
 
     s = sub.add_parser("snapshot", help="record public expected values from the reference")
     s.add_argument("-a", "--assignment", required=True)

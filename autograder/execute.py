@@ -16,7 +16,6 @@ from typing import Any, Callable
 
 import torch
 from torch.overrides import TorchFunctionMode
-from torch.utils._python_dispatch import TorchDispatchMode
 
 _ENGINE_DIR = os.path.dirname(os.path.abspath(__file__))
 _LIB_DIRS = tuple({os.path.dirname(os.__file__), sys.prefix, sys.base_prefix, sys.exec_prefix})
@@ -107,19 +106,23 @@ class _ForbiddenFunctions(TorchFunctionMode):
         return func(*args, **(kwargs or {}))
 
 
-class _ForbiddenOps(TorchDispatchMode):
-    """Notes forbidden aten operators, which catches calls that bypass the public API."""
+def _graph_nodes(output: Any, limit: int = 20000) -> set[str]:
+    """Names of the autograd nodes behind `output`: how a result was computed.
 
-    def __init__(self, ops: list[str], hits: list[str]):
-        super().__init__()
-        self.ops = set(ops)
-        self.hits = hits
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        name = str(func.overloadpacket)
-        if name in self.ops and name not in self.hits:
-            self.hits.append(name)
-        return func(*args, **(kwargs or {}))
+    This catches library calls that bypass the public API (e.g. `torch.ops.aten._softmax`),
+    which a function mode cannot see, at the cost of a walk over a small graph.
+    """
+    names: set[str] = set()
+    stack = [t.grad_fn for _, t in iter_leaves(output) if t.grad_fn is not None]
+    seen: set[int] = set()
+    while stack and len(seen) < limit:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        names.add(node.name())
+        stack.extend(fn for fn, _ in node.next_functions)
+    return names
 
 
 # ----------------------------------------------------------------- call tracing
@@ -205,12 +208,12 @@ def run_call(func: Callable, args: tuple, kwargs: dict, *, upstream: Any = None,
                                "mutated": [], "forbidden": [], "called": [], "error": None}
     hits: list[str] = []
     called: list[str] = []
-    fn_names = [n for n in forbidden if not n.startswith("aten.")]
-    op_names = [n for n in forbidden if n.startswith("aten.")]
+    fn_names = [n for n in forbidden if n.startswith("torch.")]
+    node_names = {n[len("autograd."):]: n for n in forbidden if n.startswith("autograd.")}
     restore = _trace_calls(func, list(api), called)
     try:
-        if forbidden:
-            with _ForbiddenFunctions(fn_names, hits), _ForbiddenOps(op_names, hits):
+        if fn_names:
+            with _ForbiddenFunctions(fn_names, hits):
                 output = func(*call_args, **call_kwargs)
         else:
             output = func(*call_args, **call_kwargs)
@@ -227,6 +230,10 @@ def run_call(func: Callable, args: tuple, kwargs: dict, *, upstream: Any = None,
         output = None
     finally:
         restore()
+    if node_names and output is not None:
+        for node in sorted(_graph_nodes(output) & node_names.keys()):
+            if node_names[node] not in hits:
+                hits.append(node_names[node])
     outcome["forbidden"] = hits
     outcome["called"] = called
     outcome["mutated"] = [path_key(p) for p, t in iter_leaves(before)

@@ -291,11 +291,20 @@ def main(control_fd: int) -> None:
     # Warm up the code paths every worker uses, so forks share them instead of redoing them.
     from . import execute, protocol, wire, worker  # noqa: F401
 
-    x = torch.randn(2, 3, requires_grad=True)
-    outcome = execute.run_call(lambda t: (t.softmax(-1) @ t.T, t.numpy()), (x,), {},
-                               upstream=(torch.ones(2, 2), None), want_grad=True,
-                               forbidden=["torch.softmax", "aten._softmax"])
+    # Warm up what every worker's first call needs (autograd.grad lazily imports sympy, ~0.5 s),
+    # so that forks share it instead of each paying for it.
+    import torch.fx.experimental.symbolic_shapes  # noqa: F401
+
+    def warm(t):
+        w = (t @ t.transpose(-2, -1)).masked_fill(torch.zeros(2, 2, dtype=torch.bool), -1e9)
+        return w.softmax(-1) @ t, w
+
+    x = torch.randn(2, 3)
+    outcome = execute.run_call(warm, (x,), {}, upstream=(torch.ones(2, 3), torch.ones(2, 2)),
+                               want_grad=True,
+                               forbidden=["torch.softmax", "autograd.SoftmaxBackward0"])
     protocol.encode_outcome(outcome, [])
+    execute.run_call(lambda t: t.numpy(), (x,), {}, want_grad=True)  # the error path
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     # Move every object so far out of the collector's reach: a collection in a worker would
     # otherwise write to (and so copy) every page of the shared, already imported heap.

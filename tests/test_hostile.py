@@ -51,6 +51,7 @@ EXPECTED = {
     "patch_random_generators.py": {**ZERO, "mask": ("<=", 2)},
     "huge_and_weird_return_values.py": {**ZERO, "mask": ("<=", 2)},
     "lying_tensor_subclass_softmax.py": {**FULL, "softmax": 0},
+    "forbidden_call_bypass.py": {**FULL, "softmax": 0},
     "lying_ndarray_subclass_softmax.py": {**FULL, "softmax": 0},
     "os_exit_in_softmax.py": {**FULL, "softmax": 0},
     "close_all_fds_softmax.py": {**FULL, "softmax": 0},
@@ -69,6 +70,7 @@ STATUS = {
     ("memory_hog_layer_norm.py", "block"): "memory limit",
     ("sys_exit_at_import.py", "softmax"): "error",
     ("os_exit_in_softmax.py", "softmax"): "error",
+    ("forbidden_call_bypass.py", "softmax"): "forbidden call",
 }
 
 

@@ -11,9 +11,7 @@ points = 6
 
 q = Question(name, forbidden=["torch.nn.functional.scaled_dot_product_attention",
                               "torch.nn.functional.multi_head_attention_forward",
-                              "aten._scaled_dot_product_flash_attention_for_cpu",
-                              "aten._scaled_dot_product_attention_math",
-                              "aten._native_multi_head_attention"])
+                              "autograd.ScaledDotProductFlashAttentionForCpuBackward0"])
 weights_sum = rows_sum_to_one(item=1)
 
 

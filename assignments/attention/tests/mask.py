@@ -10,8 +10,7 @@ name = "mask"
 points = 6
 
 q = Question(name, forbidden=["torch.nn.functional.scaled_dot_product_attention",
-                              "aten._scaled_dot_product_flash_attention_for_cpu",
-                              "aten._scaled_dot_product_attention_math"])
+                              "autograd.ScaledDotProductFlashAttentionForCpuBackward0"])
 weights_sum = rows_sum_to_one(item=1)
 
 

@@ -1,0 +1,172 @@
+"""`autograder benchmark`: grading speed and memory, measured against peers in the same run.
+
+It builds a class from a corpus folder (subfolders such as correct/, wrong/, broken/ of
+submission files), each copy made unique, grades it with `autograder grade` in a subprocess
+while sampling the memory (PSS) of the whole process tree, then measures, in the same run, the
+peers the targets are stated against: `otter run` on a sample of the same submissions, and
+`python -c "import torch"` for the student's `autograder check`.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+
+def _children(pid: int) -> list[int]:
+    kids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
+                        kids.append(int(entry))
+            except (OSError, ValueError, IndexError):
+                pass
+    return kids
+
+
+def _pss(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+class TreeMemory:
+    """Samples the summed PSS of a process and all its descendants; keeps the peak."""
+
+    def __init__(self, pid: int, interval: float = 0.05):
+        self.pid, self.interval, self.peak = pid, interval, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            pids, frontier = [self.pid], [self.pid]
+            while frontier:
+                nxt = []
+                for p in frontier:
+                    nxt += _children(p)
+                pids += nxt
+                frontier = nxt
+            self.peak = max(self.peak, sum(_pss(p) for p in pids))
+            self._stop.wait(self.interval)
+
+    def stop(self) -> int:
+        self._stop.set()
+        self._thread.join()
+        return self.peak
+
+
+def make_class(corpus: Path, n: int, dest: Path) -> dict[str, int]:
+    groups = {d.name: sorted(d.glob("*.py")) for d in sorted(corpus.iterdir())
+              if d.is_dir() and any(d.glob("*.py")) and d.name != "hostile"}
+    pool = [(g, f) for g, files in groups.items() for f in files]
+    if not pool:
+        raise ValueError(f"no submissions found under {corpus}")
+    counts: dict[str, int] = {}
+    for i in range(n):
+        group, src = pool[i % len(pool)]
+        counts[group] = counts.get(group, 0) + 1
+        text = src.read_text(errors="replace") + f"\n# student {i:04d}\n"
+        (dest / f"s{i:04d}_{src.stem}.py").write_text(text)
+    return counts
+
+
+def _time(cmd: list[str], **kw) -> float:
+    start = time.perf_counter()
+    subprocess.run(cmd, capture_output=True, **kw)
+    return time.perf_counter() - start
+
+
+def run(assignment_name: str, corpus: Path, n: int, jobs: int, otter_sample: int,
+        repeats: int = 5) -> int:
+    from .assignment import load_assignment
+
+    assignment = load_assignment(assignment_name)
+    work = Path(tempfile.mkdtemp(prefix="autograder-bench-"))
+    try:
+        cls = work / "class"
+        cls.mkdir()
+        counts = make_class(corpus, n, cls)
+        print(f"class: {n} submissions ({', '.join(f'{v} {k}' for k, v in counts.items())}), "
+              f"{jobs} parallel workers, {os.cpu_count()} cores")
+
+        base = [sys.executable, "-m", "autograder"]
+        start = time.perf_counter()
+        sandbox_start = _time(base + ["sandbox"])
+        start = time.perf_counter()
+        proc = subprocess.Popen(base + ["grade", "-a", assignment_name, str(cls), "--jobs",
+                                        str(jobs), "--json", str(work / "r.json")],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        mem = TreeMemory(proc.pid)
+        proc.wait()
+        wall = time.perf_counter() - start
+        peak = mem.stop()
+        ours = n / wall
+        print(f"autograder grade: {wall:.1f} s for {n} submissions = {ours:.1f} submissions/s "
+              f"end to end (sandbox on, all hidden cases and gradient checks); "
+              f"{n / max(wall - sandbox_start, 1e-9):.1f}/s after the sandbox's start-up "
+              f"({sandbox_start:.1f} s, measured alone)")
+        print(f"peak memory (PSS of the grader and all its processes): {peak / 2**30:.2f} GiB")
+        try:
+            import json
+
+            secs = sorted(s["seconds"] for s in
+                          json.loads((work / "r.json").read_text())["submissions"])
+            print(f"per submission: median {statistics.median(secs):.3f} s, "
+                  f"slowest {secs[-1]:.2f} s (wall time inside one worker slot)")
+        except (OSError, ValueError, KeyError):
+            print("per submission: no results file was written")
+
+        otter_zip = _otter_zip(assignment, work)
+        if otter_zip is not None and otter_sample > 0 and shutil.which("otter"):
+            sample = sorted(cls.glob("*.py"))[:otter_sample]
+            times = []
+            for f in sample:
+                d = work / f"otter-{f.stem}"
+                d.mkdir()
+                shutil.copy(f, d / assignment.student_file)
+                times.append(_time(["otter", "run", "-a", str(otter_zip), "-o", str(d),
+                                    str(d / assignment.student_file)]))
+            per = statistics.median(times)
+            print(f"otter run: median {per:.1f} s per submission over {len(sample)} = "
+                  f"{1 / per:.2f} submissions/s; autograder grade is {ours * per:.0f}x faster")
+        else:
+            print("otter run: not measured (no otter autograder zip could be built here)")
+
+        check_file = work / assignment.student_file
+        shutil.copy(sorted((corpus / "correct").glob("*.py"))[0]
+                    if (corpus / "correct").is_dir() else assignment.template, check_file)
+        checks = [_time(base + ["check", str(check_file)]) for _ in range(repeats)]
+        imports = [_time([sys.executable, "-c", "import torch"]) for _ in range(repeats)]
+        c, t = statistics.median(checks), statistics.median(imports)
+        print(f"autograder check: median {c:.2f} s; python -c 'import torch': median {t:.2f} s;"
+              f" ratio {c / t:.2f} (target at most 1.5)")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+def _otter_zip(assignment, work: Path) -> Path | None:
+    try:
+        from .build import build_otter_zip
+    except ImportError:
+        return None
+    try:
+        return build_otter_zip(assignment, work / "otter-build")
+    except Exception as e:  # noqa: BLE001 - the peer is optional; say why it is missing
+        print(f"(could not build the otter zip: {e})")
+        return None
