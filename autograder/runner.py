@@ -10,7 +10,6 @@ import functools
 import time
 from typing import Any, Callable
 
-from otter.test_files.exception_test import ExceptionTestFile
 
 from . import diagnose
 from .assignment import Assignment
@@ -28,9 +27,38 @@ class QuestionStopped(Exception):
         self.message = message
 
 
+def _import_otter_test_files():
+    """Import otter's test-file module without the rest of otter.
+
+    `import otter` loads otter's whole API (notebook export, plugins: over a second), which a
+    student's `autograder check` would pay every time. Only `otter.test_files` is needed, so when
+    otter is not loaded yet, a bare package object stands in for `otter` while that subpackage
+    is imported, and is removed again: a later `import otter` (e.g. in a notebook) loads the real
+    package, which reuses the same `otter.test_files` module and classes.
+    """
+    import importlib
+    import importlib.util
+    import sys
+    import types
+
+    if "otter" not in sys.modules:
+        spec = importlib.util.find_spec("otter")
+        stub = types.ModuleType("otter")
+        stub.__path__ = list(spec.submodule_search_locations)
+        stub.__spec__, stub.__file__ = spec, spec.origin
+        sys.modules["otter"] = stub
+        try:
+            importlib.import_module("otter.test_files")
+        finally:
+            if sys.modules.get("otter") is stub:
+                del sys.modules["otter"]
+    return importlib.import_module("otter.test_files.exception_test").ExceptionTestFile
+
+
 @functools.lru_cache(maxsize=None)
-def load_question_file(path: str) -> ExceptionTestFile:
-    return ExceptionTestFile.from_file(path)
+def load_question_file(path: str):
+    """An otter `ExceptionTestFile`, parsed by otter itself."""
+    return _import_otter_test_files().from_file(path)
 
 
 def run_question(assignment: Assignment, qid: str, env: dict[str, Any], *,
