@@ -419,6 +419,7 @@ fi
 "$ROOT/venv/bin/python" -m pip install --quiet {torch} --index-url {index}
 "$ROOT/venv/bin/python" -m pip install --quiet -r requirements.txt
 # The sandbox drops to an unprivileged user, which must be able to read the interpreter.
+chmod a+rx "$ROOT" || true
 chmod -R a+rX "$ROOT/venv" "$ROOT/source" || true
 "$ROOT/venv/bin/python" -m autograder sandbox
 """

@@ -7,6 +7,7 @@ with stand-ins for the student's functions. Whatever the submission does, it get
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 import time
 from pathlib import Path
@@ -114,6 +115,14 @@ def cell_error_notes(errors: list[dict], filename: str) -> list[str]:
     return notes
 
 
+def in_cell_order(notes: list[str]) -> list[str]:
+    """Notes about notebook cells sorted by cell number (others first, in their order)."""
+    def key(note: str) -> int:
+        m = re.match(r"note: cell (\d+) of ", note)
+        return int(m.group(1)) if m else 0
+    return sorted(notes, key=key)
+
+
 def signature_notes(assignment: Assignment, defined: dict) -> dict[str, list[str]]:
     """Notes per question for functions whose parameters differ from the contract."""
     notes: dict[str, list[str]] = {}
@@ -189,7 +198,7 @@ def grade_submission(assignment: Assignment, path: Path, sandbox: Sandbox,
         result = grade_functions(assignment, shown, env_for_question,
                                  include_hidden=include_hidden,
                                  questions=questions, sandbox=sandbox.description)
-        result.notes += notes + cell_error_notes(loaded.cell_errors, filename)
+        result.notes += in_cell_order(notes + cell_error_notes(loaded.cell_errors, filename))
         for qid, qnotes in signature_notes(assignment, loaded.defined).items():
             if qid in result.questions and result.questions[qid].status != "passed":
                 result.questions[qid].notes += qnotes
@@ -250,5 +259,5 @@ def _check_notebook_in_process(assignment: Assignment, path: Path, sub: Submissi
             env[name] = NotAFunction(type(value).__name__)
     result = grade_functions(assignment, str(path), lambda q: env, include_hidden=False,
                              questions=questions)
-    result.notes += sub.notes + notes + cell_error_notes(errors, path.name)
+    result.notes += in_cell_order(sub.notes + notes + cell_error_notes(errors, path.name))
     return result

@@ -61,7 +61,7 @@ def read_source(path: Path) -> str:
 
 
 def read_submission(path: Path) -> Submission:
-    """Read a `.py` file or a notebook; raises UnreadableSubmission with a student-readable reason."""
+    """Read a `.py` file or a notebook; UnreadableSubmission says why it cannot be read."""
     limit = MAX_NOTEBOOK_BYTES if path.suffix == ".ipynb" else MAX_BYTES
     try:
         size = path.stat().st_size

@@ -67,7 +67,10 @@ def test_student_bundle_has_no_reference_and_no_hidden_case(built, assignment):
     assert not any("reference" in Path(f).parts or f.endswith("mistakes.py") for f in files)
     secret = _reference_lines()
     for name, text in files.items():
-        assert "hidden=True" not in text.replace(" ", ""), name
+        if name.endswith(".py"):      # no file defines a hidden case
+            assert not any(case_visibility(text, name).values()), name
+        if not name.startswith("autograder/"):   # the engine's own code may say the words
+            assert "hidden=True" not in text.replace(" ", ""), name
         leaked = [line for line in secret if line in text]
         assert not leaked, (name, leaked[:3])
     toml = files[f"assignments/{NAME}/assignment.toml"]
@@ -259,33 +262,35 @@ def test_otter_zip_layout(built):
     assert config["show_hidden"] is True
 
 
-def _otter_sample() -> list[Path]:
-    """Wrong submissions covering all six questions, two per question where there are."""
-    per_question: dict[str, list[Path]] = {q: [] for q in QUESTIONS}
+def _otter_sample(tmp_path: Path, assignment) -> list[Path]:
+    """A wrong submission per question, a forbidden call, and one as a notebook."""
+    from autograder.notebook import notebook_text
+
+    first: dict[str, Path] = {}
     for f in sorted((SUBMISSIONS / "wrong").glob("*.py")):
-        loses = id_list(read_header(f)["loses"])
-        if len(per_question[loses[0]]) < 1:
-            per_question[loses[0]].append(f)
-    extra = [SUBMISSIONS / "wrong" / n for n in ("softmax_calls_torch_softmax.py",
-                                                 "layer_norm_inplace.py")]
-    sample = [f for fs in per_question.values() for f in fs] + extra
-    assert {q for f in sample for q in id_list(read_header(f)["loses"])} == set(QUESTIONS)
-    return sample
+        first.setdefault(id_list(read_header(f)["loses"])[0], f)
+    sample = [first[q] for q in QUESTIONS] + [SUBMISSIONS / "wrong" /
+                                              "softmax_calls_torch_softmax.py"]
+    nb = tmp_path / "layer_norm_inplace.ipynb"
+    nb.write_text(notebook_text(assignment, (SUBMISSIONS / "wrong" /
+                                             "layer_norm_inplace.py").read_text()))
+    return sample + [nb]
 
 
 def _otter_run(zip_path: Path, submission: Path, out: Path) -> dict:
     out.mkdir(parents=True)
-    shutil.copy(submission, out / "attention.py")
+    target = out / f"attention{submission.suffix}"
+    shutil.copy(submission, target)
     r = subprocess.run([str(Path(sys.executable).parent / "otter"), "run", "-a", str(zip_path),
-                        "-o", str(out), "--no-logo", str(out / "attention.py")],
+                        "-o", str(out), "--no-logo", str(target)],
                        cwd=out, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
     results = load_json(out / "results.json")
     return {t["name"]: t for t in results["tests"] if t["name"] in QUESTIONS}
 
 
-def test_otter_run_gives_the_same_scores_as_autograder_grade(built, tmp_path):
-    sample = _otter_sample()
+def test_otter_run_gives_the_same_scores_as_autograder_grade(built, tmp_path, assignment):
+    sample = _otter_sample(tmp_path, assignment)
     grade_json = tmp_path / "grade.json"
     r = run_cli("grade", "-a", NAME, *map(str, sample), "--json", str(grade_json))
     assert r.returncode == 0, r.stderr

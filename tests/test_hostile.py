@@ -103,6 +103,7 @@ def batch(tmp_path_factory):
     start = time.monotonic()
     r = run_cli("grade", "-a", "attention", str(cls), "--json", str(out), "--feedback",
                 "--limit", "question_seconds=5", "--limit", "import_seconds=5",
+                "--limit", "memory_mb=1536",
                 cwd=root, env={"AUTOGRADER_TEST_SECRET": SECRET}, timeout=1200)
     time.sleep(0.5)
     return {"proc": r, "out": out, "dir": cls, "root": root, "before": before,
