@@ -1,7 +1,12 @@
 """Assignments as data: `assignments/<name>/assignment.toml`, its question files and its API.
 
 The student-facing API (function names and parameters) is read from the student template with
-`ast`, so the template is the single source of truth and nothing here executes it.
+`ast`, so the template is the single source of truth and nothing here executes it. So are the
+*answers*: top-level `NAME = None` lines of the template, variables a student sets to answer a
+knowledge-check question (a question lists them under `answers` in `assignment.toml`).
+
+An assignment is found by name (a folder of the project's `assignments/`) or by the path of any
+folder holding an `assignment.toml`.
 """
 from __future__ import annotations
 
@@ -39,6 +44,7 @@ class QuestionInfo:
     id: str
     functions: list[str]
     test_file: Path
+    answers: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -53,6 +59,7 @@ class Assignment:
     api: dict[str, Signature]
     limits: Limits
     config: dict = field(default_factory=dict)
+    answers: list[str] = field(default_factory=list)
 
     @property
     def snapshot_dir(self) -> Path:
@@ -65,8 +72,9 @@ class Assignment:
         raise AssignmentError(f"assignment {self.name} has no question {qid!r}")
 
     def question_of(self, function: str) -> str | None:
+        """The question grading a function (or an answer variable)."""
         for q in self.questions:
-            if function in q.functions:
+            if function in q.functions or function in q.answers:
                 return q.id
         return None
 
@@ -97,8 +105,27 @@ def parse_api(source: str) -> dict[str, Signature]:
     return api
 
 
+def parse_answers(source: str) -> list[str]:
+    """Names of a template's top-level `NAME = None` lines (answers the student fills in)."""
+    names = []
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target, value = node.targets[0], node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            target, value = node.target, node.value
+        else:
+            continue
+        if isinstance(target, ast.Name) and not target.id.startswith("_") \
+                and isinstance(value, ast.Constant) and value.value is None \
+                and target.id not in names:
+            names.append(target.id)
+    return names
+
+
 def find_assignment_root(name_or_path: str | Path) -> Path:
-    p = Path(name_or_path)
+    p = Path(name_or_path).expanduser()
+    if p.name == "assignment.toml" and p.is_file():
+        p = p.parent
     if (p / "assignment.toml").is_file():
         return p.resolve()
     candidate = ASSIGNMENTS_DIR / str(name_or_path)
@@ -120,18 +147,28 @@ def load_assignment(name_or_path: str | Path) -> Assignment:
     template = _resolve(root, base, config["template"])
     ref = config.get("reference")
     reference_path = _resolve(root, base, ref) if ref else None
+    if not template.is_file():
+        raise AssignmentError(f"{root / 'assignment.toml'}: template {config['template']!r} "
+                              "not found")
+    template_source = template.read_text()
+    answers = parse_answers(template_source)
     questions = []
     for q in config["question"]:
         test_file = root / "tests" / f"{q['id']}.py"
         if not test_file.is_file():
             raise AssignmentError(f"question file missing: {test_file}")
-        questions.append(QuestionInfo(q["id"], list(q.get("functions", [])), test_file))
+        unknown = [a for a in q.get("answers", []) if a not in answers]
+        if unknown:
+            raise AssignmentError(f"question {q['id']}: answers {', '.join(unknown)} are not "
+                                  "`NAME = None` lines of the template")
+        questions.append(QuestionInfo(q["id"], list(q.get("functions", [])), test_file,
+                                      list(q.get("answers", []))))
     return Assignment(
         name=config["name"], title=config.get("title", config["name"]), root=root,
         student_file=config["student_file"], template=template,
         reference_path=reference_path if reference_path and reference_path.exists() else None,
-        questions=questions, api=parse_api(template.read_text()),
-        limits=Limits.from_config(config.get("limits", {})), config=config,
+        questions=questions, api=parse_api(template_source),
+        limits=Limits.from_config(config.get("limits", {})), config=config, answers=answers,
     )
 
 

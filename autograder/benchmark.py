@@ -132,15 +132,15 @@ def run(assignment_name: str, corpus: Path, n: int, jobs: int, otter_sample: int
             print("per submission: no results file was written")
 
         otter_zip = _otter_zip(assignment, work)
-        if otter_zip is not None and otter_sample > 0 and shutil.which("otter"):
+        if otter_zip is not None and otter_sample > 0:
             sample = sorted(cls.glob("*.py"))[:otter_sample]
             times = []
             for f in sample:
                 d = work / f"otter-{f.stem}"
                 d.mkdir()
                 shutil.copy(f, d / assignment.student_file)
-                times.append(_time(["otter", "run", "-a", str(otter_zip), "-o", str(d),
-                                    str(d / assignment.student_file)]))
+                times.append(_time([sys.executable, "-m", "otter", "run", "-a", str(otter_zip),
+                                    "-o", str(d), str(d / assignment.student_file)]))
             per = statistics.median(times)
             print(f"otter run: median {per:.1f} s per submission over {len(sample)} = "
                   f"{1 / per:.2f} submissions/s; autograder grade is {ours * per:.0f}x faster")
@@ -161,12 +161,11 @@ def run(assignment_name: str, corpus: Path, n: int, jobs: int, otter_sample: int
 
 
 def _otter_zip(assignment, work: Path) -> Path | None:
+    from .build import build_otter
+
     try:
-        from .build import build_otter_zip
-    except ImportError:
-        return None
-    try:
-        return build_otter_zip(assignment, work / "otter-build")
+        (work / "otter-build").mkdir(exist_ok=True)
+        return build_otter(assignment, work / "otter-build")
     except Exception as e:  # noqa: BLE001 - the peer is optional; say why it is missing
         print(f"(could not build the otter zip: {e})")
         return None

@@ -8,12 +8,20 @@ both and raises `CheckFailed` with student-readable problems when the case fails
 
 Expected values come from the live hidden reference (hidden cases) or from a snapshot recorded
 from it by `autograder snapshot` (public cases, so that students need no reference code).
+
+Inputs may be torch tensors (`tensor`, `randn`...) or NumPy arrays (`array`, or `to_numpy` of
+the same): an assignment whose functions take NumPy arrays expects NumPy arrays back, and has no
+gradients to compare. Besides functions, a case may judge a plain value the student wrote, a
+knowledge-check answer (`Question.check_answer`); public answers are stored as digests, so the
+shipped snapshots do not print them.
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import math
+import numbers
+import os
 import sys
 import threading
 from pathlib import Path
@@ -25,9 +33,9 @@ import torch
 from . import checks, diagnose
 from .assignment import Assignment, AssignmentError, assignment_for_test_file
 from .checks import CheckFailed, Labels, Problem
-from .execute import iter_leaves, run_call
+from .execute import iter_arrays, run_call
 from .protocol import roundtrip_outcome
-from .wire import decode, encode
+from .wire import Opaque, decode, encode
 
 # Set by the grader around a run; otter's tools leave the defaults.
 _state = threading.local()
@@ -66,6 +74,23 @@ def _dtype(name: str | torch.dtype) -> torch.dtype:
 def tensor(data, dtype: str = "float32") -> torch.Tensor:
     """A literal tensor, e.g. `tensor([1.0, 2.0, 3.0])`."""
     return torch.tensor(data, dtype=_dtype(dtype))
+
+
+def array(data, dtype: str = "float32") -> np.ndarray:
+    """A literal NumPy array, e.g. `array([1.0, 2.0, 3.0])`."""
+    return np.array(data, dtype=np.dtype(dtype))
+
+
+def to_numpy(value: Any) -> Any:
+    """The same inputs as NumPy arrays: every tensor inside tuples/lists/dicts is converted
+    (dtype kept), e.g. `to_numpy(randn(2, 3, seed=1))` or `to_numpy(block_params(8, 16, seed=2))`."""
+    if isinstance(value, torch.Tensor):
+        return value.detach().cpu().numpy().copy()
+    if isinstance(value, (tuple, list)):
+        return type(value)(to_numpy(v) for v in value)
+    if isinstance(value, dict):
+        return {k: to_numpy(v) for k, v in value.items()}
+    return value
 
 
 def randn(*shape: int, seed: int, dtype: str = "float32", scale: float = 1.0,
@@ -124,7 +149,9 @@ def upstream_for(output: Any, seed: int) -> Any:
             return [make(v) for v in value]
         return None
 
-    return make(output)
+    result = make(output)
+    # No floating-point tensor anywhere (NumPy outputs, say): no gradient to ask for.
+    return None if not list(iter_arrays(result)) else result
 
 
 # ------------------------------------------------------------------ expected outcomes
@@ -189,6 +216,9 @@ def _load_snapshot(path: Path) -> dict:
 
 
 def _same_inputs(a: Any, b: Any) -> bool:
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return (isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.dtype == b.dtype
+                and a.shape == b.shape and bool(np.array_equal(a, b, equal_nan=True)))
     if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
         return (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)
                 and a.dtype == b.dtype and a.shape == b.shape and bool(torch.equal(a, b)))
@@ -230,6 +260,97 @@ def _snapshot_outcome(assignment: Assignment, question: str, key: str, fn_name: 
 
 # ------------------------------------------------------------------ the question
 
+# Every Question made, by (question file, name): lets the grader learn which forbidden names
+# need tripwires before a student's module is imported (`forbidden_names`).
+_registry: dict[tuple[str, str], "Question"] = {}
+
+
+def questions_in(test_file: str | Path) -> list["Question"]:
+    """The Question objects a loaded question file created."""
+    path = os.path.realpath(str(test_file))
+    return [q for (f, _), q in list(_registry.items()) if f == path]
+
+
+class MissingAnswer:
+    """Stands in for an answer variable the student's file does not define at all (otter
+    passes None for it, which reads as "not answered yet")."""
+
+    def __repr__(self) -> str:
+        return "<missing>"
+
+
+MISSING = MissingAnswer()
+
+
+def _canonical(value: Any, depth: int = 0) -> Any:
+    """A JSON-able form of an answer, so that equal answers written differently agree:
+    numbers compare by value to 6 significant digits (4, 4.0 and np.int64(4) are one answer),
+    text ignores case and surrounding spaces, tuples and lists (and 1-d arrays) are sequences.
+    Raises TypeError for anything else."""
+    if depth > 4:
+        raise TypeError("nested too deeply")
+    if isinstance(value, (bool, np.bool_)):
+        return ["bool", bool(value)]
+    if isinstance(value, np.ndarray) and value.ndim <= 1 and value.dtype.kind in "biuf":
+        value = value.tolist()
+    if isinstance(value, numbers.Real):
+        x = float(value)
+        if not math.isfinite(x):
+            return ["num", repr(x)]
+        x = float(f"{x:.6g}")
+        return ["num", int(x) if x.is_integer() and abs(x) < 2**63 else repr(x)]
+    if isinstance(value, str):
+        return ["str", value.strip().casefold()]
+    if isinstance(value, (tuple, list)) and len(value) <= 64:
+        return ["seq", [_canonical(v, depth + 1) for v in value]]
+    raise TypeError(type(value).__name__)
+
+
+def answer_digest(name: str, value: Any) -> str:
+    """What a snapshot keeps of a public answer: a salted hash of its canonical form."""
+    text = json.dumps([name, _canonical(value)], sort_keys=True)
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+def answer_form(value: Any) -> str:
+    """The kind of answer expected, in words that do not give the answer away."""
+    c = _canonical(value)
+    if c[0] == "bool":
+        return "True or False"
+    if c[0] == "num":
+        return "a number"
+    if c[0] == "str":
+        return "a short text (a str)"
+    items = c[1]
+    if items and all(i[0] == "num" for i in items):
+        return f"a tuple of {len(items)} numbers"
+    return f"a tuple of {len(items)} items"
+
+
+def _form_of_canonical(c: Any) -> str:
+    try:
+        return answer_form(_from_canonical(c))
+    except TypeError:
+        return "?"
+
+
+def _from_canonical(c: Any) -> Any:
+    kind, v = c
+    if kind == "bool":
+        return v
+    if kind == "num":
+        return v if isinstance(v, int) else float(v)
+    if kind == "str":
+        return v
+    return tuple(_from_canonical(i) for i in v)
+
+
+def _show(value: Any) -> str:
+    text = repr(value) if not isinstance(value, np.ndarray) else \
+        f"array({value.tolist()!r})" if value.size <= 16 else f"an array of shape {value.shape}"
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
 class Question:
     """One question of an assignment: its forbidden library calls, tolerances, and `check`."""
 
@@ -242,6 +363,7 @@ class Question:
         # knows the file even where `__file__` is not set.
         self._file = sys._getframe(1).f_code.co_filename
         self._assignment = assignment
+        _registry[(os.path.realpath(self._file), name)] = self
 
     @property
     def assignment(self) -> Assignment:
@@ -282,7 +404,7 @@ class Question:
     def call(self, fn_name: str, student: Any, *args, **kwargs) -> Any:
         """Call the student's function (no gradients) and return its output or raise CheckFailed."""
         outcome = self._student_outcome(fn_name, student, args, kwargs, None, False)
-        self._raise_for_status(fn_name, outcome)
+        self._raise_for_status(fn_name, outcome, _has_numpy((args, kwargs)))
         return outcome["output"]
 
     def check(self, fn_name: str, student: Any, *args, expected: snapshot | None = None,
@@ -307,7 +429,7 @@ class Question:
         record = diagnose.CheckRecord(self.assignment, self.name, fn_name, args, kwargs, exp, got,
                                       seed, grad, large_inputs, self.tolerance)
         try:
-            self._raise_for_status(fn_name, got)
+            self._raise_for_status(fn_name, got, _has_numpy((args, kwargs)))
             problems = self._compare(exp, got, labels, props, (args, kwargs), large_inputs)
             if problems:
                 raise CheckFailed(problems)
@@ -318,16 +440,18 @@ class Question:
         diagnose.note_check(record, passed=True)
 
     def check_roundtrip(self, split_name: str, split: Any, merge_name: str, merge: Any,
-                        x: torch.Tensor, *args) -> None:
-        """`merge(split(x, *args))` gives back exactly `x`."""
+                        x: torch.Tensor | np.ndarray, *args) -> None:
+        """`merge(split(x, *args))` gives back exactly `x` (a tensor, or a NumPy array)."""
+        kind = np.ndarray if isinstance(x, np.ndarray) else torch.Tensor
+        noun = "a NumPy array" if kind is np.ndarray else "a tensor"
         parts = self.call(split_name, split, x, *args)
-        if not isinstance(parts, torch.Tensor):
-            raise CheckFailed([Problem("type", f"{split_name} should return a tensor, got "
+        if not isinstance(parts, kind):
+            raise CheckFailed([Problem("type", f"{split_name} should return {noun}, got "
                                                f"{checks.describe_type(parts)}")])
         back = self.call(merge_name, merge, parts)
         what = f"{merge_name}({split_name}(x))"
-        if not isinstance(back, torch.Tensor):
-            raise CheckFailed([Problem("type", f"{what} should be a tensor, got "
+        if not isinstance(back, kind):
+            raise CheckFailed([Problem("type", f"{what} should be {noun}, got "
                                                f"{checks.describe_type(back)}")])
         problems = checks.compare_tensor(x, back, what, tolerance={"float32": (0, 0),
                                                                      "float64": (0, 0)})
@@ -336,8 +460,69 @@ class Question:
             raise CheckFailed([Problem(p.kind, p.public + f"; {what} must give back x exactly",
                                        (p.hidden or p.public) + f"; {what} must give back x")])
 
+    # -- knowledge checks
+    def check_answer(self, name: str, value: Any, *, expected: snapshot | None = None,
+                     hint: str, wrong: dict | None = None) -> None:
+        """Judge a value the student wrote (`name = ...` in their file), not a function.
+
+        The right answer is the reference module's variable `name` (hidden cases), or its
+        digest recorded by `autograder snapshot` (public cases, which ship to students). Numbers
+        agree to 6 significant digits, text ignores case, and tuples and lists are alike. A
+        wrong answer gets `hint`, or the message `wrong` gives for that very answer (for common
+        wrong answers); neither may contain the right answer.
+        """
+        store = _ctx()["record"]
+        if expected is None or store is not None:
+            try:
+                right = getattr(self.assignment.load_reference(), name)
+            except (AssignmentError, AttributeError) as e:
+                raise GraderError(f"the reference defines no answer {name}: {e}") from e
+            try:
+                digest, form = answer_digest(name, right), answer_form(right)
+            except TypeError as e:
+                raise GraderError(f"the reference's answer {name} cannot be checked "
+                                  f"({e})") from e
+            if store is not None and expected is not None:
+                store.setdefault(self.name, {})[expected.key] = {
+                    "answer": name, "digest": digest, "form": form}
+                if value is None:
+                    return
+        else:
+            data = _load_snapshot(_snapshot_path(self.assignment, self.name)).get(expected.key)
+            if data is None:
+                raise GraderError(f"snapshot {self.name}/{expected.key} is missing: run "
+                                  "`autograder snapshot`")
+            if data.get("answer") != name:
+                raise GraderError(f"snapshot {self.name}/{expected.key} is stale: run "
+                                  "`autograder snapshot`")
+            digest, form = data["digest"], data["form"]
+        if isinstance(value, MissingAnswer):
+            raise CheckFailed([Problem(
+                "missing", f"`{name}` is not defined in your file: keep the line "
+                           f"`{name} = ...` from the template and put your answer there")],
+                status="error")
+        if value is None:
+            raise CheckFailed([Problem(
+                "not_attempted", f"`{name}` is still None: replace None with your answer "
+                                 f"({form})")], status="not_attempted")
+        try:
+            mine = _canonical(value)
+        except TypeError:
+            what = getattr(value, "type_name", None) if isinstance(value, Opaque) else None
+            shown = f"a {what}" if what else checks.describe_type(value)
+            raise CheckFailed([Problem(
+                "type", f"`{name}` should be {form}, but it is {shown}")]) from None
+        if _form_of_canonical(mine) != form:
+            raise CheckFailed([Problem(
+                "type", f"`{name}` should be {form}, but it is {_show(value)}")])
+        if answer_digest(name, value) == digest:
+            return
+        known = {json.dumps(_canonical(k)): v for k, v in (wrong or {}).items()}
+        why = known.get(json.dumps(mine), hint)
+        raise CheckFailed([Problem("answer", f"`{name}` = {_show(value)} is not right: {why}")])
+
     # -- judging
-    def _raise_for_status(self, fn_name: str, got: dict) -> None:
+    def _raise_for_status(self, fn_name: str, got: dict, numpy_inputs: bool = False) -> None:
         status, err = got["status"], got.get("error") or {}
         if got["forbidden"]:
             # A named function says more than the autograd node it left behind.
@@ -346,9 +531,10 @@ class Question:
             names = ", ".join(
                 f"a library routine (`{n[len('autograd.'):]}` in the autograd graph of your "
                 "result)" if n.startswith("autograd.") else f"`{n}`" for n in hits)
+            noun = "array" if numpy_inputs else "tensor"
             raise CheckFailed([Problem(
                 "forbidden", f"{fn_name} called {names}, which this question asks you to "
-                             "write yourself; implement it with basic tensor operations")],
+                             f"write yourself; implement it with basic {noun} operations")],
                 status="forbidden")
         if status == "ok":
             return
@@ -368,9 +554,10 @@ class Question:
         hint = ""
         message = str(err.get("message"))
         if any(m in message for m in _SHAPE_ERRORS):
+            swap = "`np.swapaxes(k, -2, -1)`" if numpy_inputs else "`.transpose(-2, -1)`"
             hint = ("; a shape mismatch: check the shapes on that line when inputs have extra "
                     "leading dimensions or Tq != Tk (`.T` reverses every dimension; "
-                    "`.transpose(-2, -1)` swaps the last two)")
+                    f"{swap} swaps the last two)")
         if "in-place operation" in message:
             hint = ("; your code changes a tensor in place (`x -= ...`, `x[...] = ...`, "
                     "`.add_()`), which breaks autograd: compute a new tensor instead")
@@ -385,10 +572,11 @@ class Question:
         problems = checks.compare_structure(expected, output, what)
         if problems:
             return problems
-        problems = checks.compare_mutation(got["mutated"], labels)
+        problems = checks.compare_mutation(got["mutated"], labels,
+                                           "arrays" if _has_numpy(inputs) else "tensors")
         if problems:
             return problems
-        for path, e in iter_leaves(expected):
+        for path, e in iter_arrays(expected):
             g = output
             for p in path:
                 g = g[p]
@@ -416,7 +604,14 @@ class Question:
 
 _SHAPE_ERRORS = ("must match the size", "cannot be multiplied", "size mismatch",
                  "shape '[", "Dimension out of range", "cannot be broadcast",
-                 "The expanded size")
+                 "The expanded size",
+                 # NumPy's words for the same
+                 "could not be broadcast", "mismatch in its core dimension",
+                 "cannot reshape array", "is out of bounds for array")
+
+
+def _has_numpy(value: Any) -> bool:
+    return any(isinstance(a, np.ndarray) for _, a in iter_arrays(value))
 
 
 def _item_name(assignment: Assignment, function: str, path: tuple) -> str:

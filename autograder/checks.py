@@ -1,7 +1,8 @@
 """Comparisons of a student's outcome with the expected one, and the words that explain them.
 
-Every function here is pure: it takes decoded outcomes (plain tensors, never student objects) and
-returns `Problem`s. Each problem has a message for public cases, which may quote expected values,
+Every function here is pure: it takes decoded outcomes (plain tensors or NumPy arrays, never
+student objects) and returns `Problem`s. An expected NumPy array asks for a NumPy array back; its
+values are compared exactly as tensors are (they are viewed as tensors for the arithmetic). Each problem has a message for public cases, which may quote expected values,
 and a message for hidden cases, which says what kind of check failed but never the hidden values.
 """
 from __future__ import annotations
@@ -109,6 +110,23 @@ def describe_type(value: Any) -> str:
 
 # ------------------------------------------------------------------ structure and arrays
 
+def as_tensor(value: torch.Tensor | np.ndarray) -> torch.Tensor:
+    """A tensor view of an array, for the arithmetic of comparisons (tensors pass through)."""
+    if isinstance(value, np.ndarray):
+        return torch.from_numpy(np.ascontiguousarray(value))
+    return value
+
+
+def dtype_name(value: torch.Tensor | np.ndarray) -> str:
+    if isinstance(value, np.ndarray):
+        return value.dtype.name
+    return str(value.dtype).replace("torch.", "")
+
+
+def _noun(value: Any) -> str:
+    return "array" if isinstance(value, np.ndarray) else "tensor"
+
+
 def tolerance_for(dtype: torch.dtype, overrides: dict | None = None) -> tuple[float, float]:
     name = str(dtype).replace("torch.", "")
     table = {**DEFAULT_TOLERANCE, **(overrides or {})}
@@ -117,6 +135,19 @@ def tolerance_for(dtype: torch.dtype, overrides: dict | None = None) -> tuple[fl
 
 def compare_structure(expected: Any, got: Any, what: str) -> list[Problem]:
     """Same nesting of tuples/lists/tensors as the contract; recurse into containers."""
+    if isinstance(expected, np.ndarray):
+        if isinstance(got, np.ndarray):
+            return []
+        if isinstance(got, torch.Tensor):
+            return [Problem("type", f"{what} should be a NumPy array, but you returned a torch "
+                                    "tensor; work with NumPy arrays and NumPy operations")]
+        hint = ""
+        if isinstance(got, (list, tuple)):
+            hint = " (build it with NumPy operations, not Python lists)"
+        elif isinstance(got, (bool, int, float)):
+            hint = " (a single number where an array is expected: check the shapes)"
+        return [Problem("type", f"{what} should be a NumPy array, but you returned "
+                                f"{describe_type(got)}{hint}")]
     if isinstance(expected, torch.Tensor):
         if isinstance(got, torch.Tensor):
             return []
@@ -129,7 +160,7 @@ def compare_structure(expected: Any, got: Any, what: str) -> list[Problem]:
     if isinstance(expected, tuple):
         if not isinstance(got, (tuple, list)) or isinstance(got, list):
             hint = ""
-            if isinstance(got, torch.Tensor):
+            if isinstance(got, (torch.Tensor, np.ndarray)):
                 hint = " Return both values: `return output, weights`."
             return [Problem("type", f"{what} should be a tuple of {len(expected)}, but you "
                                     f"returned {describe_type(got)}.{hint}")]
@@ -143,26 +174,32 @@ def compare_structure(expected: Any, got: Any, what: str) -> list[Problem]:
     return []
 
 
-def compare_tensor(expected: torch.Tensor, got: torch.Tensor, what: str, *,
-                   tolerance: dict | None = None, large_inputs: bool = False) -> list[Problem]:
-    """Shape, dtype, then values (NaN-aware, dtype-aware tolerances)."""
+def compare_tensor(expected: torch.Tensor | np.ndarray, got: torch.Tensor | np.ndarray,
+                   what: str, *, tolerance: dict | None = None,
+                   large_inputs: bool = False) -> list[Problem]:
+    """Shape, dtype, then values (NaN-aware, dtype-aware tolerances); tensors or NumPy arrays."""
     if tuple(got.shape) != tuple(expected.shape):
         pub = f"{what}: expected shape {fmt_shape(expected.shape)}, got {fmt_shape(got.shape)}"
         hid = f"{what} has the wrong shape {fmt_shape(got.shape)}"
-        if got.numel() == expected.numel() and got.ndim == expected.ndim:
+        if math.prod(got.shape) == math.prod(expected.shape) and got.ndim == expected.ndim:
             extra = " (the same numbers of elements: a transpose or reshape in the wrong order?)"
             pub += extra
             hid += extra
         return [Problem("shape", pub, hid)]
-    if got.dtype != expected.dtype:
-        e, g = str(expected.dtype).replace("torch.", ""), str(got.dtype).replace("torch.", "")
+    e, g = dtype_name(expected), dtype_name(got)
+    if e != g:
         msg = f"{what}: expected dtype {e}, got {g}"
-        if expected.dtype == torch.float64 and got.dtype == torch.float32:
+        if e == "float64" and g == "float32":
             msg += " (something converted the float64 input to float32: keep the input's dtype)"
-        elif expected.dtype == torch.bool:
-            msg += " (return a bool tensor)"
+        elif e == "float32" and g == "float64":
+            msg += (" (something promoted the float32 input to float64, e.g. a float64 array "
+                    "or a NumPy float64 scalar such as np.sqrt(d) in the arithmetic: keep the "
+                    "input's dtype)")
+        elif e == "bool":
+            msg += f" (return a bool {_noun(expected)})"
         return [Problem("dtype", msg)]
-    return compare_values(expected, got, what, tolerance=tolerance, large_inputs=large_inputs)
+    return compare_values(as_tensor(expected), as_tensor(got), what, tolerance=tolerance,
+                          large_inputs=large_inputs)
 
 
 def compare_values(expected: torch.Tensor, got: torch.Tensor, what: str, *,
@@ -224,6 +261,8 @@ def rows_sum_to_one(item: int | None = None, dim: int = -1, name: str = "weights
 
     def check(output: Any, inputs: dict, labels: Labels) -> list[Problem]:
         t = output[item] if item is not None else output
+        if isinstance(t, np.ndarray) and t.dtype.kind == "f":
+            t = as_tensor(t)
         if not isinstance(t, torch.Tensor) or not t.is_floating_point() or t.numel() == 0:
             return []
         sums = t.double().sum(dim=dim)
@@ -241,11 +280,15 @@ def rows_sum_to_one(item: int | None = None, dim: int = -1, name: str = "weights
     return check
 
 
-def zero_where(mask: torch.Tensor, item: int | None = None, name: str = "weights") -> Property:
+def zero_where(mask: torch.Tensor | np.ndarray, item: int | None = None,
+               name: str = "weights") -> Property:
     """Positions where `mask` is True (blocked) get exactly zero weight."""
+    mask = as_tensor(mask)
 
     def check(output: Any, inputs: dict, labels: Labels) -> list[Problem]:
         t = output[item] if item is not None else output
+        if isinstance(t, np.ndarray) and t.dtype.kind == "f":
+            t = as_tensor(t)
         if not isinstance(t, torch.Tensor) or not t.is_floating_point():
             return []
         try:
@@ -304,10 +347,10 @@ def compare_gradients(expected: dict, got: dict | None, grad_error: str | None, 
     return []
 
 
-def compare_mutation(mutated: list[str], labels: Labels) -> list[Problem]:
+def compare_mutation(mutated: list[str], labels: Labels, noun: str = "tensors") -> list[Problem]:
     if not mutated:
         return []
     names = ", ".join(labels.arg(k) for k in mutated[:3])
-    msg = (f"your function changed its input {names} in place; work on new tensors instead "
+    msg = (f"your function changed its input {names} in place; work on new {noun} instead "
            "(e.g. `x = x - m`, not `x -= m`)")
     return [Problem("mutated", msg, msg)]

@@ -85,7 +85,7 @@ def workflow_yaml(assignment: Assignment, *, assignment_dir: str,
     install = install or [
         "python -m pip install --upgrade pip",
         f"pip install torch==2.13.0 --index-url {TORCH_INDEX}",
-        "pip install numpy otter-grader nbformat PyYAML",
+        "pip install numpy scipy otter-grader nbformat PyYAML",
     ]
     text = yaml.safe_dump(workflow(assignment, assignment_dir=assignment_dir, install=install),
                           sort_keys=False, width=100)

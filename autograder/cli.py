@@ -162,6 +162,7 @@ def cmd_snapshot(args) -> int:
     assignment = load_assignment(args.assignment)
     ref = assignment.load_reference()
     env = {name: getattr(ref, name) for name in assignment.api}
+    env.update({name: getattr(ref, name, None) for name in assignment.answers})
     store: dict = {}
     with cases.recording(store):
         result = grade_functions(assignment, "reference", lambda q: env, include_hidden=False)

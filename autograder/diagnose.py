@@ -6,7 +6,7 @@ name and a hint in plain words. A mistake is recognised by
 
 * variants: the hidden reference with one or more functions replaced by a mistaken version. A
   variant of one function also explains the functions whose reference calls it (the copy of the
-  reference it lives in calls the variant), so a wrong `softmax` explains a wrong attention too;
+  reference it lives in calls the variant), so a mistake in a helper explains its callers too;
 * rules (`when=`): predicates on what the student's outcome shows, built from the symptoms below
   (NaN only on large inputs, rows summing to 1 along another axis, the expected output
   transposed, no gradient, an input changed in place...). On a variant, a rule narrows it.
@@ -38,7 +38,7 @@ import torch
 
 from .assignment import Assignment, AssignmentError, _resolve
 from .checks import tolerance_for
-from .execute import iter_leaves, run_call
+from .execute import iter_leaves, path_key, run_call
 from .protocol import roundtrip_outcome
 from .wire import encode
 
@@ -94,8 +94,9 @@ class Catalogue:
         spans them, e.g. a split and the merge that mirrors it; give another `alternative` number
         for another way of making the same mistake. `name` and `hint` are needed once per id.
         """
+        m = self._entry(id, name, hint, questions)
+
         def register(impl: Callable) -> Callable:
-            m = self._entry(id, name, hint, questions)
             while len(m.alternatives) <= alternative:
                 m.alternatives.append({})
             if function in m.alternatives[alternative]:
@@ -107,6 +108,10 @@ class Catalogue:
             return impl
 
         return register
+
+    def describe(self, id: str, *, name: str, hint: str) -> Mistake:
+        """Name a mistake whose variants are registered without a name (e.g. in a loop)."""
+        return self._entry(id, name, hint, None)
 
     def rule(self, id: str, *, name: str, hint: str, when: Predicate,
              functions: Iterable[str] | None = None,
@@ -219,75 +224,123 @@ class Evidence:
             return e, None
 
 
-def _close(a: torch.Tensor, b: torch.Tensor, tolerance: dict | None) -> bool:
-    """Same shape, dtype and values (NaN where NaN, the same infinities)."""
-    if a.shape != b.shape or a.dtype != b.dtype:
-        return False
-    if not a.is_floating_point():
-        return bool(torch.equal(a, b))
-    if a.numel() == 0:
-        return True
-    rtol, atol = tolerance_for(a.dtype, tolerance)
-    a64, b64 = a.double(), b.double()
-    if not torch.equal(torch.isnan(a64), torch.isnan(b64)):
-        return False
-    return bool(torch.isclose(a64, b64, rtol=rtol, atol=atol, equal_nan=True).all())
-
-
-def _values_match(a: Any, b: Any, tolerance: dict | None) -> bool:
-    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
-        try:
-            a, b = torch.from_numpy(a), torch.from_numpy(b)
-        except TypeError:
-            return False
-    if isinstance(a, torch.Tensor):
-        return isinstance(b, torch.Tensor) and _close(a, b, tolerance)
-    if isinstance(a, (tuple, list)):
-        return (isinstance(b, (tuple, list)) and isinstance(a, tuple) == isinstance(b, tuple)
-                and len(a) == len(b)
-                and all(_values_match(x, y, tolerance) for x, y in zip(a, b)))
-    if isinstance(a, dict):
-        return (isinstance(b, dict) and a.keys() == b.keys()
-                and all(_values_match(a[k], b[k], tolerance) for k in a))
-    if a is None or isinstance(a, (bool, int, float, str)):
-        return type(a) is type(b) and a == b
-    return False
-
-
 def _is_zero(g: Any) -> bool:
     return g is None or (isinstance(g, torch.Tensor) and g.numel() > 0 and not bool(g.ne(0).any()))
 
 
-def _grads_match(a: dict, b: dict, tolerance: dict | None) -> bool:
+INF = float("inf")
+# A variant explains a student's outcome when it is within the question's tolerances of it, or
+# at least this many times closer to it than the reference is: float64 tolerances are strict
+# enough to flag a float32 round trip, so two ways of writing the same mistake (a fill of -1e-9
+# or of 0) differ by more than they allow, yet by far less than the mistake itself.
+CLOSER = 1e-3
+
+
+def _tensor_distance(a: torch.Tensor, b: torch.Tensor, tolerance: dict | None) -> float:
+    """How many tolerances apart `b` is from the trusted `a` at worst (inf: not comparable)."""
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return INF
+    if not a.is_floating_point():
+        return 0.0 if bool(torch.equal(a, b)) else INF
+    if a.numel() == 0 or bool(torch.equal(a, b)):
+        return 0.0
+    rtol, atol = tolerance_for(a.dtype, tolerance)
+    a64, b64 = a.double(), b.double()
+    ratio = (a64 - b64).abs() / (atol + rtol * a64.abs())
+    undefined = torch.isnan(ratio)      # a NaN or an infinity on either side (or 0/0)
+    if bool(undefined.any()):
+        same = (a64 == b64) | (torch.isnan(a64) & torch.isnan(b64))
+        if not bool(same[undefined].all()):
+            return INF
+        ratio = ratio.masked_fill(undefined, 0.0)
+    return float(ratio.max())
+
+
+def _value_distance(a: Any, b: Any, tolerance: dict | None) -> float:
+    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+        try:
+            a, b = torch.from_numpy(a), torch.from_numpy(b)
+        except TypeError:
+            return INF
+    if isinstance(a, torch.Tensor):
+        return _tensor_distance(a, b, tolerance) if isinstance(b, torch.Tensor) else INF
+    if isinstance(a, (tuple, list)):
+        if not (isinstance(b, (tuple, list)) and isinstance(a, tuple) == isinstance(b, tuple)
+                and len(a) == len(b)):
+            return INF
+        return max([_value_distance(x, y, tolerance) for x, y in zip(a, b)], default=0.0)
+    if isinstance(a, dict):
+        if not isinstance(b, dict) or a.keys() != b.keys():
+            return INF
+        return max([_value_distance(a[k], b[k], tolerance) for k in a], default=0.0)
+    if a is None or isinstance(a, (bool, int, float, str)):
+        return 0.0 if type(a) is type(b) and a == b else INF
+    return INF
+
+
+def _values_match(a: Any, b: Any, tolerance: dict | None) -> bool:
+    return _value_distance(a, b, tolerance) <= 1.0
+
+
+def _close(a: torch.Tensor, b: torch.Tensor, tolerance: dict | None) -> bool:
+    return _tensor_distance(a, b, tolerance) <= 1.0
+
+
+def _grad_distance(a: dict, b: dict, tolerance: dict | None, limit: float = INF) -> float:
     if a.get("grad_error") or b.get("grad_error"):
-        return a.get("grad_error") == b.get("grad_error")
+        return 0.0 if a.get("grad_error") == b.get("grad_error") else INF
     ga, gb = a.get("grads"), b.get("grads")
     if ga is None or gb is None:
-        return ga is None and gb is None
+        return 0.0 if ga is None and gb is None else INF
+    worst = 0.0
     for key in set(ga) | set(gb):
         x, y = ga.get(key), gb.get(key)
         if _is_zero(x) and _is_zero(y):
             continue
-        if not isinstance(x, torch.Tensor) or not isinstance(y, torch.Tensor):
-            return False
-        if x.shape != y.shape or not _close(x, y.to(x.dtype), tolerance):
-            return False
-    return True
+        if not isinstance(x, torch.Tensor) or not isinstance(y, torch.Tensor) \
+                or x.shape != y.shape:
+            return INF
+        worst = max(worst, _tensor_distance(x, y.to(x.dtype), tolerance))
+        if worst > limit:
+            break
+    return worst
+
+
+def distance(a: dict, b: dict, tolerance: dict | None = None, limit: float = INF) -> float:
+    """How far outcome `b` is from the trusted outcome `a` of the same call, in tolerances:
+    the worst over output and gradients; inf when they differ in kind (structure, shape, dtype,
+    NaN or infinities, changed inputs, forbidden calls, the error raised). Stops early, with
+    some value above `limit`, once it is clearly beyond it."""
+    if a.get("status") != b.get("status"):
+        return INF
+    if a.get("status") != "ok":
+        ea, eb = a.get("error") or {}, b.get("error") or {}
+        same = ea.get("type") == eb.get("type") and ea.get("message") == eb.get("message")
+        return 0.0 if same else INF
+    if sorted(a.get("mutated") or []) != sorted(b.get("mutated") or []):
+        return INF
+    if bool(a.get("forbidden")) != bool(b.get("forbidden")):
+        return INF
+    d = _value_distance(a.get("output"), b.get("output"), tolerance)
+    return d if d > limit else max(d, _grad_distance(a, b, tolerance, limit))
 
 
 def outcomes_match(a: dict, b: dict, tolerance: dict | None = None) -> bool:
-    """Do two outcomes of the same call agree: output, gradients, changed inputs, errors?"""
-    if a.get("status") != b.get("status"):
-        return False
-    if a.get("status") != "ok":
-        ea, eb = a.get("error") or {}, b.get("error") or {}
-        return ea.get("type") == eb.get("type") and ea.get("message") == eb.get("message")
-    if sorted(a.get("mutated") or []) != sorted(b.get("mutated") or []):
-        return False
-    if bool(a.get("forbidden")) != bool(b.get("forbidden")):
-        return False
-    return _values_match(a.get("output"), b.get("output"), tolerance) and \
-        _grads_match(a, b, tolerance)
+    """Do two outcomes of the same call agree within the tolerances?"""
+    return distance(a, b, tolerance) <= 1.0
+
+
+def explains(variant: dict, got: dict, reference: dict, tolerance: dict | None = None,
+             far: float | None = None) -> bool:
+    """Does the variant's outcome account for the student's, far better than the reference?
+
+    `far` is the reference's distance to the student's outcome, if already known. When it is
+    inf (the reference differs in kind), only a variant within tolerance explains the outcome.
+    """
+    if far is None:
+        far = distance(reference, got, tolerance)
+    limit = max(1.0, CLOSER * far) if far < INF else 1.0
+    return distance(variant, got, tolerance, limit) <= limit
 
 
 # Symptoms: predicates on the evidence, for `when=` in a catalogue. Generic, not tied to any
@@ -300,15 +353,27 @@ def output_matches_reference(ev: Evidence) -> bool:
 
 
 def gradient_cut(ev: Evidence) -> bool:
-    """The output is right but no (or an all-zero) gradient reaches an input that needs one."""
+    """The output is right but no (or an all-zero) gradient reaches an input that needs one.
+
+    Not when that input equals another one (attention of x with itself): there, using the
+    wrong input gives the right values and no gradient too.
+    """
     if not output_matches_reference(ev):
         return False
+    inputs = {path_key(p): t for p, t in iter_leaves((tuple(ev.args), dict(ev.kwargs)))}
+
+    def aliased(key: str) -> bool:
+        t = inputs.get(key)
+        return t is None or any(k != key and u.shape == t.shape and u.dtype == t.dtype
+                                and bool(torch.equal(u, t)) for k, u in inputs.items())
+
     if ev.got.get("grad_error") == "detached":
-        return True
+        return not any(aliased(k) for k, t in inputs.items() if t.is_floating_point())
     expected, got = ev.expected.get("grads"), ev.got.get("grads")
     if not expected or got is None:
         return False
-    return any(not _is_zero(e) and _is_zero(got.get(k)) for k, e in expected.items())
+    return any(not _is_zero(e) and _is_zero(got.get(k)) and not aliased(k)
+               for k, e in expected.items())
 
 
 def changed_input(ev: Evidence) -> bool:
@@ -323,6 +388,12 @@ def lowered_precision(ev: Evidence) -> bool:
     """A float64 result came back in a lower floating-point precision."""
     return any(e.dtype == torch.float64 and isinstance(g, torch.Tensor) and g.is_floating_point()
                and g.dtype != torch.float64 for e, g in ev.pairs())
+
+
+def mixed_precision_error(ev: Evidence) -> bool:
+    """The call failed because float32 and float64 tensors met (e.g. in a matmul)."""
+    message = str((ev.got.get("error") or {}).get("message") or "").lower()
+    return ev.got.get("status") == "error" and "double" in message and "float" in message
 
 
 def forbidden_call(ev: Evidence) -> bool:
@@ -429,6 +500,14 @@ class CheckRecord:
     large_inputs: bool
     tolerance: dict
     _key: bytes | None = None
+    _far: float | None = None
+
+    @property
+    def far(self) -> float:
+        """The reference's distance to the student's outcome, in tolerances."""
+        if self._far is None:
+            self._far = distance(self.expected, self.got, self.tolerance)
+        return self._far
 
     @property
     def key(self) -> bytes:
@@ -524,7 +603,8 @@ class _Runner:
         for function in mistake.alternatives[index]:
             for record in passed.get(function, []):
                 out = self.outcome(mistake, index, record)
-                if out is None or not outcomes_match(record.expected, out, record.tolerance):
+                if out is None or not explains(out, record.got, record.expected,
+                                               record.tolerance, record.far):
                     return False
         return True
 
@@ -542,7 +622,7 @@ def find_matches(runner: _Runner, record: CheckRecord,
     got = record.got
     if got.get("status") in ("not_implemented", "memory"):
         return []
-    if outcomes_match(record.expected, got, record.tolerance):
+    if record.far <= 1.0:
         return []       # the reference itself reproduces this outcome: nothing to name
     passed = passed or {}
     ev = record.evidence()
@@ -553,7 +633,7 @@ def find_matches(runner: _Runner, record: CheckRecord,
         if m.alternatives:
             if not any(runner.affects(alt, record.function)
                        and (out := runner.outcome(m, i, record)) is not None
-                       and outcomes_match(out, got, record.tolerance)
+                       and explains(out, got, record.expected, record.tolerance, record.far)
                        and runner.consistent(m, i, passed)
                        for i, alt in enumerate(m.alternatives)):
                 continue
@@ -677,19 +757,32 @@ def read_header(path: Path) -> dict[str, str]:
     return header
 
 
+NONE = "none"     # `# diagnosis: none`: a mistake the catalogue does not know; naming any is wrong
+
+
 @dataclass
 class Evaluation:
     wrong: list[tuple[str, str | None, list[str]]] = field(default_factory=list)
     correct: list[tuple[str, list[str]]] = field(default_factory=list)
     variant_errors: dict[tuple[str, str], str] = field(default_factory=dict)
+    failing_cases: int = 0          # failing cases of the wrong submissions (not attempted aside)
+    diagnosed_cases: int = 0        # ... of which a mistake is named
+
+    @staticmethod
+    def _right(want: str | None, got: list[str]) -> bool:
+        return not got if want == NONE else bool(want) and want in got
+
+    @staticmethod
+    def _wrong(want: str | None, got: list[str]) -> bool:
+        return bool(set(got) - {want})
 
     @property
     def named_right(self) -> int:
-        return sum(1 for _, want, got in self.wrong if want and want in got)
+        return sum(1 for _, want, got in self.wrong if self._right(want, got))
 
     @property
     def named_wrong(self) -> int:
-        return sum(1 for _, want, got in self.wrong if set(got) - {want})
+        return sum(1 for _, want, got in self.wrong if self._wrong(want, got))
 
     @property
     def correct_diagnosed(self) -> int:
@@ -704,23 +797,27 @@ class Evaluation:
 
     def report(self, verbose: bool = False) -> str:
         n = len(self.wrong)
+        unknown = sum(1 for _, want, _ in self.wrong if want == NONE)
         lines = [
-            f"wrong submissions: {n}, correct submissions: {len(self.correct)}",
+            f"wrong submissions: {n} ({unknown} with a mistake the catalogue does not know, "
+            f"where naming nothing is right), correct submissions: {len(self.correct)}",
             f"  feedback names the right mistake: {self.named_right}/{n} "
             f"({100 * self.share(self.named_right):.1f}%, target >= 90%)",
             f"  feedback names a wrong mistake:   {self.named_wrong}/{n} "
             f"({100 * self.share(self.named_wrong):.1f}%, target 0%)",
             f"  correct submissions with a diagnosis: {self.correct_diagnosed}/"
             f"{len(self.correct)} (target 0)",
+            f"  failing cases of wrong submissions with a diagnosis: {self.diagnosed_cases}/"
+            f"{self.failing_cases}",
         ]
-        misses = [(p, w, g) for p, w, g in self.wrong if not w or w not in g or set(g) - {w}]
-        if verbose or misses:
-            lines.append("")
-            lines.append("not as expected:" if not verbose else "per submission:")
-            for p, w, g in (self.wrong if verbose else misses):
-                mark = "ok  " if w and w in g and not set(g) - {w} else "MISS"
-                lines.append(f"  {mark} {p}: expected {w or '(no # diagnosis: header)'}, "
-                             f"named {', '.join(sorted(g)) or 'nothing'}")
+        rows = [(p, w, g, self._right(w, g) and not self._wrong(w, g)) for p, w, g in self.wrong]
+        if verbose or not all(ok for *_, ok in rows):
+            lines += ["", "per submission:" if verbose else "not as expected:"]
+            for p, w, g, ok in rows:
+                if verbose or not ok:
+                    lines.append(f"  {'ok  ' if ok else 'MISS'} {p}: expected "
+                                 f"{w or '(no # diagnosis: header)'}, named "
+                                 f"{', '.join(sorted(g)) or 'nothing'}")
             for p, g in self.correct:
                 if g or verbose:
                     lines.append(f"  {'ok  ' if not g else 'MISS'} {p}: correct, named "
@@ -734,7 +831,13 @@ def evaluate(corpus: Path, grade: Callable[[Path], Any]) -> Evaluation:
     ev = Evaluation()
     for path in sorted((corpus / "wrong").glob("*.py")):
         want = read_header(path).get("diagnosis") or None
-        ev.wrong.append((path.name, want, sorted(diagnoses(grade(path)))))
+        result = grade(path)
+        ev.wrong.append((path.name, want, sorted(diagnoses(result))))
+        for q in result.questions.values():
+            for c in q.cases:
+                if c.status not in ("passed", "not_attempted"):
+                    ev.failing_cases += 1
+                    ev.diagnosed_cases += bool(c.diagnosis)
     for path in sorted((corpus / "correct").glob("*.py")):
         ev.correct.append((path.name, sorted(diagnoses(grade(path)))))
     ev.variant_errors = dict(_Runner.errors)

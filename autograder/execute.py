@@ -5,15 +5,28 @@ the student's own process for `autograder check` and otter's in-process tools. I
 verdict; it returns an *outcome*: the output, gradients of a given upstream gradient with respect
 to every differentiable input, which inputs were changed in place, which forbidden library calls
 happened, which other student functions were called, and the student's own error, if any.
+
+Inputs may be torch tensors or NumPy arrays (or both, nested in tuples, lists and dicts).
+Gradients are computed only for floating-point torch tensors: a call on NumPy arrays has none.
+Forbidden calls are seen three ways: torch functions through a torch function mode, library
+routines through the autograd graph (`autograd.<Node>`), and any other Python-level function
+(`package.module.function`, e.g. `scipy.special.softmax`) through a *tripwire*: the attribute is
+replaced by a wrapper that notes the call while a call that forbids it is running. Tripwires are
+installed before the student's module is imported (`install_tripwires`), so that
+`from package import function` binds the wrapper too.
 """
 from __future__ import annotations
 
+import functools
+import importlib
 import linecache
 import os
 import sys
+import threading
 import traceback
 from typing import Any, Callable
 
+import numpy as np
 import torch
 from torch.overrides import TorchFunctionMode
 
@@ -36,6 +49,18 @@ def iter_leaves(value: Any, path: tuple = ()):
             yield from iter_leaves(v, path + (k,))
 
 
+def iter_arrays(value: Any, path: tuple = ()):
+    """Yield (path, array) for every torch tensor or NumPy array inside nested containers."""
+    if isinstance(value, (torch.Tensor, np.ndarray)):
+        yield path, value
+    elif isinstance(value, (tuple, list)):
+        for i, v in enumerate(value):
+            yield from iter_arrays(v, path + (i,))
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield from iter_arrays(v, path + (k,))
+
+
 def path_label(names: list[str], path: tuple) -> str:
     """Human label for an argument path: ('params', 'w_q') -> params["w_q"]."""
     if not path:
@@ -54,6 +79,8 @@ def path_key(path: tuple) -> str:
 def _clone_tree(value: Any) -> Any:
     if isinstance(value, torch.Tensor):
         return value.detach().clone()
+    if isinstance(value, np.ndarray):
+        return np.array(value, copy=True)
     if isinstance(value, (tuple, list)):
         return type(value)(_clone_tree(v) for v in value)
     if isinstance(value, dict):
@@ -123,6 +150,114 @@ def _graph_nodes(output: Any, limit: int = 20000) -> set[str]:
         names.add(node.name())
         stack.extend(fn for fn, _ in node.next_functions)
     return names
+
+
+TORCH_PREFIXES = ("torch.", "autograd.")
+
+
+def is_tripwire_name(name: str) -> bool:
+    """Forbidden entries outside torch (`package.module.function`) are caught by tripwires."""
+    return "." in name and not name.startswith(TORCH_PREFIXES)
+
+
+def tripwire_module(name: str) -> str | None:
+    """The importable module part of a dotted name ("scipy.special.softmax" -> "scipy.special")."""
+    parts = name.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
+        module = ".".join(parts[:cut])
+        try:
+            importlib.import_module(module)
+        except Exception:  # noqa: BLE001 - not a module (or not installed): try a shorter prefix
+            continue
+        return module
+    return None
+
+
+_armed = threading.local()
+# name -> (original object, wrapper); a wrapper stays installed and notes calls only when armed
+_tripwires: dict[str, tuple[Any, Callable]] = {}
+
+
+def _make_tripwire(name: str, original: Callable) -> Callable:
+    @functools.wraps(original)
+    def tripwire(*args, **kwargs):
+        names = getattr(_armed, "names", None)
+        if names and name in names and name not in _armed.hits:
+            _armed.hits.append(name)
+        return original(*args, **kwargs)
+
+    tripwire.__autograder_tripwire__ = name
+    return tripwire
+
+
+def install_tripwires(names) -> list[str]:
+    """Replace each forbidden Python-level function by a tripwire, once per process.
+
+    Installed at the named place (`scipy.special.softmax`) and, when it is the same object, where
+    the function is defined (`scipy.special._logsumexp.softmax`). Names that do not resolve to a
+    callable attribute of an importable module (the package is not installed, say) are skipped:
+    code cannot call what is not there. Returns the names that have a tripwire.
+    """
+    done = []
+    for name in names:
+        if not is_tripwire_name(name):
+            continue
+        if name in _tripwires:
+            done.append(name)
+            continue
+        module_name = tripwire_module(name)
+        if module_name is None:
+            continue
+        owner: Any = sys.modules[module_name]
+        attrs = name[len(module_name) + 1:].split(".")
+        try:
+            for a in attrs[:-1]:
+                owner = getattr(owner, a)
+            original = getattr(owner, attrs[-1])
+        except AttributeError:
+            continue
+        if getattr(original, "__autograder_tripwire__", None) or not callable(original):
+            continue
+        wrapper = _make_tripwire(name, original)
+        try:
+            setattr(owner, attrs[-1], wrapper)
+        except (AttributeError, TypeError):
+            continue            # a built-in type's method cannot be replaced
+        home = sys.modules.get(getattr(original, "__module__", None) or "")
+        short = getattr(original, "__name__", None)
+        if home is not None and short and getattr(home, short, None) is original:
+            try:
+                setattr(home, short, wrapper)
+            except (AttributeError, TypeError):
+                pass
+        _tripwires[name] = (original, wrapper)
+        done.append(name)
+    return done
+
+
+def _arm_tripwires(func: Callable, names: list[str], hits: list[str]):
+    """Note calls of `names` during one call; also swap the student's own references to the
+    originals (bound before the tripwires existed, e.g. in a notebook) for the wrappers."""
+    install_tripwires(names)
+    wires = {n: _tripwires[n] for n in names if n in _tripwires}
+    g = getattr(func, "__globals__", None)
+    swapped = {}
+    if isinstance(g, dict) and wires:
+        by_id = {id(original): wrapper for original, wrapper in wires.values()}
+        for key, value in list(g.items()):
+            wrapper = by_id.get(id(value))
+            if wrapper is not None:
+                swapped[key] = value
+                g[key] = wrapper
+    previous = (getattr(_armed, "names", None), getattr(_armed, "hits", None))
+    _armed.names, _armed.hits = set(wires), hits
+
+    def disarm():
+        _armed.names, _armed.hits = previous
+        for key, value in swapped.items():
+            g[key] = value
+
+    return disarm
 
 
 # ----------------------------------------------------------------- call tracing
@@ -210,7 +345,9 @@ def run_call(func: Callable, args: tuple, kwargs: dict, *, upstream: Any = None,
     called: list[str] = []
     fn_names = [n for n in forbidden if n.startswith("torch.")]
     node_names = {n[len("autograd."):]: n for n in forbidden if n.startswith("autograd.")}
+    wire_names = [n for n in forbidden if is_tripwire_name(n)]
     restore = _trace_calls(func, list(api), called)
+    disarm = _arm_tripwires(func, wire_names, hits) if wire_names else None
     try:
         if fn_names:
             with _ForbiddenFunctions(fn_names, hits):
@@ -229,6 +366,8 @@ def run_call(func: Callable, args: tuple, kwargs: dict, *, upstream: Any = None,
             outcome["error"]["message"] = _clip(f"{type(exc).__name__}({exc})")
         output = None
     finally:
+        if disarm is not None:
+            disarm()
         restore()
     if node_names and output is not None:
         for node in sorted(_graph_nodes(output) & node_names.keys()):
@@ -236,7 +375,7 @@ def run_call(func: Callable, args: tuple, kwargs: dict, *, upstream: Any = None,
                 hits.append(node_names[node])
     outcome["forbidden"] = hits
     outcome["called"] = called
-    outcome["mutated"] = [path_key(p) for p, t in iter_leaves(before)
+    outcome["mutated"] = [path_key(p) for p, t in iter_arrays(before)
                           if not _same(t, _get(call_args, call_kwargs, p))]
     if outcome["status"] != "ok":
         return outcome
@@ -253,7 +392,11 @@ def _get(args, kwargs, path):
     return value
 
 
-def _same(a: torch.Tensor, b: Any) -> bool:
+def _same(a: torch.Tensor | np.ndarray, b: Any) -> bool:
+    if isinstance(a, np.ndarray):
+        if not isinstance(b, np.ndarray) or a.shape != b.shape or a.dtype != b.dtype:
+            return False
+        return bool(np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
     if not isinstance(b, torch.Tensor) or a.shape != b.shape or a.dtype != b.dtype:
         return False
     b = b.detach()

@@ -11,14 +11,27 @@ def _num(x: float) -> str:
     return f"{x:g}"
 
 
+def not_attempted_lines(q: QuestionResult) -> list[str]:
+    """What a question nobody started says: one line for stubs still raising
+    NotImplementedError, else each case's own words (e.g. answers still None)."""
+    messages = []
+    for c in q.cases:
+        if c.message and c.message not in messages:
+            messages.append(c.message)
+    if not messages or all("NotImplementedError" in m for m in messages):
+        return ["not implemented yet (the stub still raises NotImplementedError)"]
+    return messages
+
+
 def question_lines(q: QuestionResult, *, show_passed: bool = False) -> list[str]:
     head = f"[{MARKS.get(q.status, '?')}] {q.id}: {_num(q.score)}/{_num(q.max_score)} ({q.status})"
     lines = [head]
     if q.status == "not attempted":
-        lines.append("       not implemented yet (the stub still raises NotImplementedError)")
+        lines += [f"       {m}" for m in not_attempted_lines(q)]
         return lines
     previous = None
     repeats = 0
+    hints: set[str] = set()
     for c in q.cases:
         if c.status == "passed":
             if show_passed:
@@ -32,7 +45,8 @@ def question_lines(q: QuestionResult, *, show_passed: bool = False) -> list[str]
             lines.append(f"             (and {repeats} more case(s) with the same problem)")
             repeats = 0
         lines.append(f"       {tag:<6}'{c.name}': {c.message}")
-        if c.hint:
+        if c.hint and c.hint not in hints:      # each likely mistake once per question
+            hints.add(c.hint)
             lines.append(f"             {c.hint}")
         previous = (c.message, c.hint)
     if repeats:

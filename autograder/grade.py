@@ -14,11 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from .assignment import Assignment
+from .cases import MISSING
 from .checks import CheckFailed, Problem
-from .execute import describe_error
+from .execute import describe_error, install_tripwires
 from .limits import Limits
 from .results import SubmissionResult
-from .runner import QuestionStopped, failed_everywhere, grade_functions
+from .runner import QuestionStopped, failed_everywhere, grade_functions, tripwire_names
 from .sandbox import Sandbox, WorkerSession, WorkerStopped
 from .submissions import Submission, UnreadableSubmission, read_submission
 
@@ -167,9 +168,12 @@ def grade_submission(assignment: Assignment, path: Path, sandbox: Sandbox,
         if syntax:
             return failed_everywhere(assignment, shown, "error", syntax,
                                      include_hidden=include_hidden, sandbox=sandbox.description)
+    tripwires = tripwire_names(assignment)
+    if tripwires:
+        sandbox.preload(tripwires)
     session = WorkerSession(sandbox, sub.source, filename,
                             Path(assignment.student_file).stem, list(assignment.api), limits,
-                            cells=cells)
+                            cells=cells, answers=list(assignment.answers), tripwires=tripwires)
     try:
         try:
             loaded = session.load()
@@ -190,6 +194,9 @@ def grade_submission(assignment: Assignment, path: Path, sandbox: Sandbox,
                 env[name] = RemoteFunction(session, name)
             else:
                 env[name] = NotAFunction(str(info.get("kind")))
+        # Knowledge-check answers: plain data the worker reported, judged here.
+        for name in assignment.answers:
+            env[name] = loaded.answers.get(name, MISSING)
 
         def env_for_question(qid: str) -> dict:
             session.begin_question()
@@ -223,6 +230,8 @@ def check_in_process(assignment: Assignment, path: Path,
     if syntax:
         return failed_everywhere(assignment, shown, "error", syntax, include_hidden=False)
     module_name = Path(assignment.student_file).stem
+    # Before the student's import, so that `from package import function` binds the tripwire.
+    install_tripwires(tripwire_names(assignment))
     try:
         if path.suffix == ".py":
             spec = importlib.util.spec_from_file_location(module_name, path)
@@ -239,12 +248,21 @@ def check_in_process(assignment: Assignment, path: Path,
             raise
         status, message = _load_failure(describe_error(exc), "error")
         return failed_everywhere(assignment, shown, status, message, include_hidden=False)
+    env = student_env(assignment, module)
+    return grade_functions(assignment, shown, lambda q: env, include_hidden=False,
+                           questions=questions)
+
+
+def student_env(assignment: Assignment, module) -> dict[str, Any]:
+    """What the question files receive from a module loaded in this process: the functions
+    (a non-callable in a function's place says so) and the answers (MISSING when undefined)."""
     env = {name: getattr(module, name, None) for name in assignment.api}
     for name, value in env.items():
         if value is not None and not callable(value):
             env[name] = NotAFunction(type(value).__name__)
-    return grade_functions(assignment, shown, lambda q: env, include_hidden=False,
-                           questions=questions)
+    for name in assignment.answers:
+        env[name] = module.__dict__.get(name, MISSING)
+    return env
 
 
 def _check_notebook_in_process(assignment: Assignment, path: Path, sub: Submission,
@@ -252,11 +270,9 @@ def _check_notebook_in_process(assignment: Assignment, path: Path, sub: Submissi
     from .worker import load_student_cells
 
     cells, notes = notebook_cells(sub, path.name)
+    install_tripwires(tripwire_names(assignment))
     module, errors = load_student_cells(cells, path.name, Path(assignment.student_file).stem)
-    env = {name: getattr(module, name, None) for name in assignment.api}
-    for name, value in env.items():
-        if value is not None and not callable(value):
-            env[name] = NotAFunction(type(value).__name__)
+    env = student_env(assignment, module)
     result = grade_functions(assignment, str(path), lambda q: env, include_hidden=False,
                              questions=questions)
     result.notes += in_cell_order(sub.notes + notes + cell_error_notes(errors, path.name))

@@ -3,7 +3,8 @@
 The template `.py` is the one source of the code: its module docstring becomes the notebook's
 introduction, its imports and other top-level statements the setup cell, and each function a
 cell of its own under the question that grades it, followed by a `grader.check("<question>")`
-cell (otter's `Notebook`). The prose around the questions comes from an optional
+cell (otter's `Notebook`). A question's answer variables (`NAME = None` lines of the template,
+listed under `answers` in `assignment.toml`) share one cell under that question. The prose around the questions comes from an optional
 `notebook.md` in the assignment folder:
 
     Text before the first marker: the notebook's introduction.
@@ -96,6 +97,20 @@ def split_source(source: str) -> tuple[str, list[tuple[str | None, str]]]:
     return docstring, pieces
 
 
+def assigned_name(chunk: str) -> str | None:
+    """The variable a piece of source assigns, when it is one `NAME = value` statement."""
+    try:
+        body = ast.parse(chunk).body
+    except SyntaxError:
+        return None
+    if len(body) != 1:
+        return None
+    node = body[0]
+    target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else \
+        node.target if isinstance(node, ast.AnnAssign) else None
+    return target.id if isinstance(target, ast.Name) else None
+
+
 def functions_of(source: str) -> dict[str, str]:
     """{name: source} of the top-level functions of `source`."""
     return {name: chunk for name, chunk in split_source(source)[1] if name is not None}
@@ -143,9 +158,14 @@ def build_notebook(assignment: Assignment, source: str | None = None):
     # Everything that is not a question's function (imports, constants, helpers) comes first,
     # in its original order: consecutive statements on consecutive lines, functions apart.
     in_questions = {f for q in assignment.questions for f in q.functions}
+    asked = {a for q in assignment.questions for a in q.answers}
+    answers = {}
+    for name, chunk in pieces:
+        if name is None and assigned_name(chunk) in asked:
+            answers[assigned_name(chunk)] = chunk
     setup = ""
     for name, chunk in pieces:
-        if name in in_questions:
+        if name in in_questions or (name is None and assigned_name(chunk) in answers):
             continue
         if setup:
             single = name is None and not setup.endswith("\n\n\n") and not _is_def(setup)
@@ -162,6 +182,9 @@ def build_notebook(assignment: Assignment, source: str | None = None):
                 sig = assignment.api.get(fn)
                 code = f"def {sig.render() if sig else fn + '()'}:\n    raise NotImplementedError"
             cells.append(_code(f"{q.id}-{fn}"[:64], code))
+        if q.answers:
+            cells.append(_code(f"{q.id}-answers"[:64], "\n\n".join(
+                answers.get(a) or f"{a} = None" for a in q.answers)))
         cells.append(_code(f"{q.id}-check"[:64], f'grader.check("{q.id}")'))
     if end:
         cells.append(_md("end", end))

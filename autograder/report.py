@@ -40,7 +40,14 @@ def feedback_markdown(result: SubmissionResult, title: str) -> str:
         lines.append(f"## {q.id}: {q.score:g} / {q.max_score:g} ({q.status})")
         lines.append("")
         if q.status == "not attempted":
-            lines += ["Not implemented yet: the function still raises NotImplementedError.", ""]
+            from .feedback import not_attempted_lines
+
+            said = not_attempted_lines(q)
+            if said[0].startswith("not implemented yet"):
+                lines += ["Not implemented yet: the function still raises NotImplementedError.",
+                          ""]
+            else:
+                lines += [f"- {m}" for m in said] + [""]
             continue
         for c in q.cases:
             mark = "✅" if c.status == "passed" else "❌"

@@ -64,11 +64,13 @@ class QuestionResult:
 
     def feedback(self) -> str:
         lines = []
+        hints = set()
         for c in self.cases:
             if c.status != "passed":
                 tag = "hidden case" if c.hidden else "case"
                 lines.append(f"{tag} '{c.name}': {c.message}")
-                if c.hint:
+                if c.hint and c.hint not in hints:      # each likely mistake once per question
+                    hints.add(c.hint)
                     lines.append(f"  {c.hint}")
         lines += self.notes
         return "\n".join(lines)

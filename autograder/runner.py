@@ -61,6 +61,26 @@ def load_question_file(path: str):
     return _import_otter_test_files().from_file(path)
 
 
+def forbidden_names(assignment: Assignment) -> list[str]:
+    """Every forbidden entry of the assignment's questions, in order (loads the question files,
+    whose `Question(...)` objects hold them)."""
+    from .cases import questions_in
+
+    names: list[str] = []
+    for q in assignment.questions:
+        load_question_file(str(q.test_file))
+        for question in questions_in(q.test_file):
+            names += [n for n in question.forbidden if n not in names]
+    return names
+
+
+def tripwire_names(assignment: Assignment) -> list[str]:
+    """The forbidden entries outside torch, caught by tripwires (see `execute`)."""
+    from .execute import is_tripwire_name
+
+    return [n for n in forbidden_names(assignment) if is_tripwire_name(n)]
+
+
 def run_question(assignment: Assignment, qid: str, env: dict[str, Any], *,
                  include_hidden: bool) -> QuestionResult:
     test_file = load_question_file(str(assignment.question(qid).test_file))

@@ -177,6 +177,7 @@ class Sandbox:
         theirs.close()
         self._buf = b""
         self._next_id = 0
+        self._preloaded: set[str] = set()
         ready = self._read_reply(timeout=120)
         if not ready.get("ready"):
             raise SandboxError("the sandbox's fork server did not start")
@@ -225,6 +226,16 @@ class Sandbox:
             ours.close()
             raise SandboxError("the fork server could not start a worker")
         return wid, ours, memory
+
+    def preload(self, names: list[str]) -> None:
+        """Have the fork server import the modules of these dotted names once (for tripwires:
+        each worker then installs them without paying for the import)."""
+        todo = [n for n in names if n not in self._preloaded]
+        if not todo:
+            return
+        self.control.sendall(json.dumps({"op": "preload", "names": todo}).encode() + b"\n")
+        self._read_reply(timeout=120)
+        self._preloaded.update(todo)
 
     def _memory_bytes(self, limits: Limits) -> int:
         # The worker inherits torch's address space from the fork server: the limit is on top.
@@ -278,6 +289,7 @@ class LoadResult:
     status: str = "ok"
     error: dict | None = None
     cell_errors: list[dict] = field(default_factory=list)   # notebooks: cells that failed
+    answers: dict = field(default_factory=dict)   # answer variables, decoded plain data
 
 
 class WorkerSession:
@@ -288,10 +300,13 @@ class WorkerSession:
     """
 
     def __init__(self, sandbox: Sandbox, source: str, filename: str, module: str,
-                 api: list[str], limits: Limits, cells: list[tuple[int, str]] | None = None):
+                 api: list[str], limits: Limits, cells: list[tuple[int, str]] | None = None,
+                 answers: list[str] | None = None, tripwires: list[str] | None = None):
         self.sandbox, self.source, self.filename = sandbox, source, filename
         self.cells = cells   # a notebook: code cells run one by one, going on after errors
         self.module, self.api, self.limits = module, api, limits
+        self.answers = list(answers or [])       # names of values to report (knowledge checks)
+        self.tripwires = list(tripwires or [])   # forbidden functions outside torch
         self.wid: int | None = None
         self.sock: socket.socket | None = None
         self.memory_bytes = 0
@@ -312,17 +327,18 @@ class WorkerSession:
         deadline = min(time.monotonic() + self.limits.import_seconds,
                        self.started + self.limits.submission_seconds)
         request = {"op": "load", "filename": self.filename, "module": self.module,
-                   "api": self.api}
+                   "api": self.api, "answers": self.answers, "tripwires": self.tripwires}
         if self.cells is not None:
             request["cells"] = [[n, src] for n, src in self.cells]
         else:
             request["source"] = self.source
-        reply, _ = self._exchange(request, [], deadline, "importing your file")
+        reply, rbuf = self._exchange(request, [], deadline, "importing your file")
         if reply.get("ok"):
             defined = reply.get("defined") if isinstance(reply.get("defined"), dict) else {}
             return LoadResult(True, {str(k)[:80]: v for k, v in list(defined.items())[:64]
                                      if isinstance(v, dict)},
-                              cell_errors=_cell_errors(reply.get("cell_errors")))
+                              cell_errors=_cell_errors(reply.get("cell_errors")),
+                              answers=_answers(reply.get("answers"), rbuf, self.answers))
         status = reply.get("status") if reply.get("status") in (
             "error", "memory", "not_implemented") else "error"
         error = decode_outcome({"status": "error", "error": reply.get("error")}, [])["error"]
@@ -403,6 +419,22 @@ class WorkerSession:
         except (EOFError, ConnectionError, OSError, wire.WireError):
             info = self._stop(grace=1.0)
             raise WorkerStopped(*_death(info, doing)) from None
+
+
+def _answers(value: Any, buffers: list[bytes], names: list[str]) -> dict:
+    """Decode the worker's report of the answer variables (untrusted data): only the names
+    asked for; a value that does not decode becomes an opaque stand-in."""
+    out: dict = {}
+    if not isinstance(value, dict):
+        return out
+    for name in names:
+        if name not in value:
+            continue
+        try:
+            out[name] = wire.decode(value[name], buffers)
+        except (wire.WireError, TypeError, ValueError, OverflowError):
+            out[name] = wire.Opaque("value the grader cannot read")
+    return out
 
 
 def _cell_errors(value: Any) -> list[dict]:

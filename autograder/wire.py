@@ -1,10 +1,11 @@
 """Safe encoding of values that cross a trust boundary or go to disk.
 
-A value (a tensor, an ndarray, a number, None, a string, or tuples/lists/dicts of those) becomes a
-JSON-able *tree* plus a list of raw byte buffers. Decoding never unpickles: every array is checked
-for a known dtype, a sane shape and an exact byte count before `np.frombuffer` touches it, and
-comes back as an exact base `torch.Tensor` or `np.ndarray` (a subclass on the sending side gains
-nothing). Snapshots use the same trees with array data inlined as JSON lists.
+A value (a tensor, an ndarray, a number (NumPy scalars included), None, a string, or
+tuples/lists/dicts of those) becomes a JSON-able *tree* plus a list of raw byte buffers. Decoding
+never unpickles: every array is checked for a known dtype, a sane shape and an exact byte count
+before `np.frombuffer` touches it, and comes back as an exact base `torch.Tensor` or
+`np.ndarray` (a subclass on the sending side gains nothing). Snapshots use the same trees with
+array data inlined as JSON lists.
 """
 from __future__ import annotations
 
@@ -73,6 +74,10 @@ def encode(value: Any, buffers: list[bytes] | None, depth: int = 0) -> dict:
         return node
     if value is None:
         return {"t": "none"}
+    if isinstance(value, np.generic) and np.dtype(type(value)).kind in "biuf":
+        # NumPy scalars (np.int64(4), np.bool_(True)...) travel as the Python numbers they are.
+        kind = np.dtype(type(value)).kind
+        value = bool(value) if kind == "b" else int(value) if kind in "iu" else float(value)
     if isinstance(value, bool):
         return {"t": "scalar", "kind": "bool", "v": bool(value)}
     if isinstance(value, int):

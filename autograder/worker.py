@@ -8,6 +8,7 @@ the trusted side validates (`protocol.decode_outcome`).
 from __future__ import annotations
 
 import io
+import json
 import linecache
 import os
 import socket
@@ -15,7 +16,7 @@ import sys
 import types
 
 from . import wire
-from .execute import describe_error, is_memory_error, run_call
+from .execute import describe_error, install_tripwires, is_memory_error, run_call
 from .protocol import encode_outcome
 
 
@@ -116,6 +117,44 @@ def describe_api(module: types.ModuleType, api: list[str]) -> dict:
     return found
 
 
+MAX_ANSWER_BYTES = 64 * 1024
+MAX_ANSWERS = 64
+
+
+def describe_answers(module: types.ModuleType, names: list[str],
+                     buffers: list[bytes]) -> dict:
+    """The student's answer variables as plain data (wire trees), each capped in size; a name
+    the module does not define is left out. The trusted side judges them."""
+    found = {}
+    for name in names[:MAX_ANSWERS]:
+        if name not in module.__dict__:
+            continue
+        mine: list[bytes] = []
+        try:
+            node = wire.encode(module.__dict__[name], mine)
+            json_size = len(json.dumps(node))
+        except BaseException:  # noqa: BLE001 - an object that resists encoding
+            node, mine, json_size = {"t": "other", "type": "value the grader cannot read"}, [], 0
+        if json_size + sum(len(b) for b in mine) > MAX_ANSWER_BYTES:
+            node, mine = {"t": "other", "type": "value too large to check"}, []
+        if mine:   # renumber this answer's buffers after those already collected
+            node = _shift_buffers(node, len(buffers))
+            buffers.extend(mine)
+        found[name] = node
+    return found
+
+
+def _shift_buffers(node, offset: int):
+    if isinstance(node, dict):
+        out = {k: _shift_buffers(v, offset) for k, v in node.items()}
+        if isinstance(node.get("buf"), int) and node.get("t") in ("tensor", "ndarray"):
+            out["buf"] = node["buf"] + offset
+        return out
+    if isinstance(node, list):
+        return [_shift_buffers(v, offset) for v in node]
+    return node
+
+
 def serve(sock: socket.socket, output_cap: int) -> None:
     """Main loop of a worker; returns when the trusted side closes the socket."""
     sys.stdout = CappedWriter(output_cap)
@@ -131,7 +170,10 @@ def serve(sock: socket.socket, output_cap: int) -> None:
         op = header.get("op")
         if op == "load":
             api = [str(a) for a in header.get("api", [])]
+            answers = [str(a) for a in header.get("answers", [])]
             try:
+                # Before the student's import, so `from package import function` binds them.
+                install_tripwires([str(n) for n in header.get("tripwires", [])])
                 cell_errors = None
                 if isinstance(header.get("cells"), list):
                     module, cell_errors = load_student_cells(header["cells"], header["filename"],
@@ -140,9 +182,12 @@ def serve(sock: socket.socket, output_cap: int) -> None:
                     module = load_student_module(header["source"], header["filename"],
                                                  header["module"])
                 reply = {"ok": True, "defined": describe_api(module, api)}
+                answer_buffers: list[bytes] = []
+                if answers:
+                    reply["answers"] = describe_answers(module, answers, answer_buffers)
                 if cell_errors is not None:
                     reply["cell_errors"] = cell_errors
-                channel.send(reply)
+                channel.send(reply, answer_buffers)
             except BaseException as exc:  # noqa: BLE001 - whatever the student's import raises
                 status = "memory" if is_memory_error(exc) else (
                     "not_implemented" if isinstance(exc, NotImplementedError) else "error")

@@ -261,6 +261,18 @@ class Zygote:
             os.waitpid(w["supervisor"], 0)
         self.reply({"id": req["id"], **info})
 
+    def preload(self, req: dict) -> None:
+        """Import the modules of some dotted names (library code only, never student code), so
+        that workers forked later share them."""
+        from .execute import tripwire_module
+
+        loaded = [tripwire_module(str(n)) for n in req.get("names", [])[:64]]
+        import gc
+
+        gc.collect()
+        gc.freeze()
+        self.reply({"preloaded": [m for m in loaded if m]})
+
     def serve(self) -> None:
         buf = b""
         self.reply({"ready": True, "pidns": self.use_pidns, "euid": os.geteuid()})
@@ -276,6 +288,8 @@ class Zygote:
                     self.spawn(req, fds.pop(0))
                 elif req["op"] == "finish":
                     self.finish(req)
+                elif req["op"] == "preload":
+                    self.preload(req)
         for w in self.workers.values():
             if w["pid"]:
                 try:

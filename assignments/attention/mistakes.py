@@ -16,8 +16,9 @@ import warnings
 import torch
 import torch.nn.functional as F
 
-from autograder.diagnose import (Catalogue, all_of, changed_input, equals_expected_transposed,
-                                 expected_dtype, forbidden_call, gradient_cut, lowered_precision,
+from autograder.diagnose import (Catalogue, all_of, any_of, changed_input,
+                                 equals_expected_transposed, expected_dtype, forbidden_call,
+                                 gradient_cut, lowered_precision, mixed_precision_error,
                                  nan_only_on_large_inputs, sums_to_one_along,
                                  values_right_dtype_wrong)
 
@@ -74,35 +75,37 @@ def _(ref, x, dim=-1):
     return ref.softmax(x, dim=-1)
 
 
-@mistake("softmax_sum_all", "softmax",
-         name="softmax divides by the sum of every element",
-         hint="Normalise each slice along `dim` on its own: `e.sum(dim=dim, keepdim=True)`, not "
-              "`e.sum()`.")
-def _(ref, x, dim=-1):
-    e = torch.exp(x - x.amax(dim=dim, keepdim=True))
-    return e / e.sum()
+# Ways of taking the row maximum. The values agree; the gradients differ on ties (max routes
+# them to one element, amax shares them) and when the maximum is detached. In a right softmax
+# that gradient cancels out; in the two mistakes below it does not, so each needs all three.
+_ROW_MAX = [lambda x, dim: x.amax(dim=dim, keepdim=True),
+            lambda x, dim: x.max(dim=dim, keepdim=True).values,
+            lambda x, dim: x.amax(dim=dim, keepdim=True).detach()]
+
+catalogue.describe("softmax_sum_all", name="softmax divides by the sum of every element",
+                   hint="Normalise each slice along `dim` on its own: "
+                        "`e.sum(dim=dim, keepdim=True)`, not `e.sum()`.")
+catalogue.describe("softmax_detached_sum", name="the softmax denominator is detached",
+                   hint="The values are right but gradients are not: the sum you divide by "
+                        "depends on x too. Remove the `.detach()` (or `.item()`) on the "
+                        "denominator; detaching only the maximum is fine.")
+
+for _i, _row_max in enumerate(_ROW_MAX):
+    @mistake("softmax_sum_all", "softmax", alternative=_i)
+    def _(ref, x, dim=-1, row_max=_row_max):
+        e = torch.exp(x - row_max(x, dim))
+        return e / e.sum()
+
+    @mistake("softmax_detached_sum", "softmax", alternative=_i)
+    def _(ref, x, dim=-1, row_max=_row_max):
+        e = torch.exp(x - row_max(x, dim))
+        return e / e.sum(dim=dim, keepdim=True).detach()
 
 
-@mistake("softmax_sum_all", "softmax", alternative=1)
+@mistake("softmax_sum_all", "softmax", alternative=len(_ROW_MAX))    # everything global
 def _(ref, x, dim=-1):
     e = torch.exp(x - x.max())
     return e / e.sum()
-
-
-@mistake("softmax_detached_sum", "softmax",
-         name="the softmax denominator is detached",
-         hint="The values are right but gradients are not: the sum you divide by depends on x "
-              "too. Remove the `.detach()` (or `.item()`) on the denominator; detaching only the "
-              "maximum is fine.")
-def _(ref, x, dim=-1):
-    e = torch.exp(x - x.amax(dim=dim, keepdim=True))
-    return e / e.sum(dim=dim, keepdim=True).detach()
-
-
-@mistake("softmax_detached_sum", "softmax", alternative=1)   # the max detached too: once the
-def _(ref, x, dim=-1):                                      # sum is, its gradient no longer cancels
-    e = torch.exp(x - x.amax(dim=dim, keepdim=True).detach())
-    return e / e.sum(dim=dim, keepdim=True).detach()
 
 
 # ------------------------------------------------------------------ scaled dot-product attention
@@ -504,7 +507,7 @@ catalogue.rule(
          "result disconnects it from autograd.")
 
 catalogue.rule(
-    "float32_cast", when=lowered_precision,
+    "float32_cast", when=any_of(lowered_precision, mixed_precision_error),
     name="float64 inputs converted to float32",
     hint="Keep the input's dtype: no `.float()` or `dtype=torch.float32`; new tensors can "
          "take `dtype=x.dtype`.")

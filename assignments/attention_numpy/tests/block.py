@@ -1,0 +1,63 @@
+"""Question block (NumPy track): layer normalisation and a post-norm transformer block."""
+from otter.test_files import test_case
+
+from autograder.cases import (Question, array, block_params, future_mask, randn, snapshot,
+                              to_numpy)
+
+OK_FORMAT = False
+
+name = "block"
+points = 6
+
+# NumPy has no layer norm to forbid; torch's, for a student who converts to tensors and back.
+q = Question(name, forbidden=["torch.nn.functional.layer_norm", "torch.layer_norm"],
+             tolerance={"float32": (2e-4, 2e-5)})
+
+
+def rand(*shape, seed, dtype="float32", scale=1.0, shift=0.0):
+    return to_numpy(randn(*shape, seed=seed, dtype=dtype, scale=scale, shift=shift))
+
+
+@test_case(name="layer_norm of a small batch", points=1, hidden=False)
+def layer_norm_small(layer_norm):
+    """Two rows normalised to mean 0 and variance 1, then scaled and shifted (float32)."""
+    x = array([[1.0, 2.0, 3.0, 4.0], [2.0, -2.0, 0.5, 8.0]])
+    gamma, beta = array([1.0, 0.5, 2.0, 1.0]), array([0.0, 0.1, -0.2, 0.3])
+    q.check("layer_norm", layer_norm, x, gamma, beta, expected=snapshot("layer_norm_small"))
+
+
+@test_case(name="block: 3 tokens, d_model 8, 2 heads", points=1, hidden=False)
+def block_small(transformer_block):
+    """A post-norm block keeps the shape (3, 8)."""
+    x = rand(3, 8, seed=1600)
+    q.check("transformer_block", transformer_block, x, to_numpy(block_params(8, 16, seed=1601)),
+            2, expected=snapshot("block_small"))
+
+
+@test_case(name="layer_norm, float64 with batch dimensions", points=1, hidden=True)
+def layer_norm_batched(layer_norm):
+    x = rand(2, 3, 6, seed=1602, dtype="float64", scale=3.0, shift=1.0)
+    gamma = rand(6, seed=1603, dtype="float64", shift=1.0)
+    beta = rand(6, seed=1604, dtype="float64")
+    q.check("layer_norm", layer_norm, x, gamma, beta)
+
+
+@test_case(name="layer_norm with a near-constant row and custom eps", points=1, hidden=True)
+def layer_norm_eps(layer_norm):
+    x = rand(3, 5, seed=1605, scale=1e-3)
+    gamma, beta = rand(5, seed=1606, shift=1.0), rand(5, seed=1607)
+    q.check("layer_norm", layer_norm, x, gamma, beta, eps=1e-3)
+
+
+@test_case(name="block with a causal mask, batch, float64", points=1, hidden=True)
+def block_masked(transformer_block):
+    x = rand(2, 5, 8, seed=1608, dtype="float64")
+    q.check("transformer_block", transformer_block, x,
+            to_numpy(block_params(8, 32, seed=1609, dtype="float64")), 4,
+            mask=to_numpy(future_mask(5)))
+
+
+@test_case(name="block with small d_model and one head", points=1, hidden=True)
+def block_small_model(transformer_block):
+    x = rand(4, 4, seed=1610, scale=2.0)
+    q.check("transformer_block", transformer_block, x, to_numpy(block_params(4, 8, seed=1611)), 1)

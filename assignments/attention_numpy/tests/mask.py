@@ -1,0 +1,65 @@
+"""Question mask (NumPy track): the causal mask, and attention that respects a mask."""
+from otter.test_files import test_case
+
+from autograder.cases import (Question, array, future_mask, random_mask, randn, snapshot,
+                              to_numpy)
+from autograder.checks import rows_sum_to_one, zero_where
+
+OK_FORMAT = False
+
+name = "mask"
+points = 6
+
+q = Question(name, forbidden=["torch.nn.functional.scaled_dot_product_attention"])
+weights_sum = rows_sum_to_one(item=1)
+
+
+def rand(*shape, seed, dtype="float32", scale=1.0):
+    return to_numpy(randn(*shape, seed=seed, dtype=dtype, scale=scale))
+
+
+@test_case(name="lesson: causal_mask(3)", points=1, hidden=False)
+def lesson_mask(causal_mask):
+    """True above the diagonal: [[F, T, T], [F, F, T], [F, F, F]]."""
+    q.check("causal_mask", causal_mask, 3, expected=snapshot("causal_mask_3"))
+
+
+@test_case(name="lesson: causally masked weights", points=1, hidden=False)
+def lesson_masked_weights(scaled_dot_product_attention):
+    """The lesson's masked weights: [[1, 0, 0], [0.33, 0.67, 0], [0.248, 0.248, 0.503]]."""
+    x = array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]], "float64")
+    mask = to_numpy(future_mask(3))
+    q.check("scaled_dot_product_attention", scaled_dot_product_attention, x, x, x, mask=mask,
+            expected=snapshot("lesson_masked_weights"),
+            props=[weights_sum, zero_where(mask, 1)])
+
+
+@test_case(name="causal_mask of other sizes", points=1, hidden=True)
+def other_sizes(causal_mask):
+    q.check("causal_mask", causal_mask, 1)
+    q.check("causal_mask", causal_mask, 7)
+
+
+@test_case(name="causal mask broadcast over batch and heads, float64", points=1, hidden=True)
+def broadcast_causal(scaled_dot_product_attention):
+    qs, ks, vs = (rand(2, 3, 5, 4, seed=s, dtype="float64") for s in (1301, 1302, 1303))
+    mask = to_numpy(future_mask(5))
+    q.check("scaled_dot_product_attention", scaled_dot_product_attention, qs, ks, vs, mask=mask,
+            props=[weights_sum, zero_where(mask, 1)])
+
+
+@test_case(name="padding mask with Tq != Tk", points=1, hidden=True)
+def padding_mask(scaled_dot_product_attention):
+    qs, ks, vs = rand(2, 3, 4, seed=1304), rand(2, 6, 4, seed=1305), rand(2, 6, 3, seed=1306)
+    mask = to_numpy(random_mask(2, 1, 6, seed=1307, p=0.4))
+    q.check("scaled_dot_product_attention", scaled_dot_product_attention, qs, ks, vs, mask=mask,
+            props=[weights_sum, zero_where(mask, 1)])
+
+
+@test_case(name="masked large scores", points=1, hidden=True)
+def masked_large(scaled_dot_product_attention):
+    qs, ks = rand(1, 6, 8, seed=1308, scale=30.0), rand(1, 6, 8, seed=1309, scale=30.0)
+    vs = rand(1, 6, 8, seed=1310)
+    mask = to_numpy(future_mask(6))
+    q.check("scaled_dot_product_attention", scaled_dot_product_attention, qs, ks, vs, mask=mask,
+            props=[weights_sum, zero_where(mask, 1)], large_inputs=True)

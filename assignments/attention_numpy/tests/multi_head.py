@@ -1,0 +1,71 @@
+"""Question multi_head (NumPy track): multi-head self- and cross-attention, output projection."""
+import numpy as np
+from otter.test_files import test_case
+
+from autograder.cases import Question, attention_params, future_mask, randn, snapshot, to_numpy
+
+OK_FORMAT = False
+
+name = "multi_head"
+points = 6
+
+q = Question(name, forbidden=["torch.nn.functional.scaled_dot_product_attention",
+                              "torch.nn.functional.multi_head_attention_forward"])
+
+
+def rand(*shape, seed, dtype="float32"):
+    return to_numpy(randn(*shape, seed=seed, dtype=dtype))
+
+
+def lesson_inputs():
+    """The lesson's numbers: rng = default_rng(0); X8, Wq, Wk, Wv drawn in order (then Wo)."""
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(3, 8))
+    ws = [rng.normal(size=(8, 8)) for _ in range(4)]
+    return x, dict(zip(["w_q", "w_k", "w_v", "w_o"], ws))
+
+
+@test_case(name="lesson: 3 tokens, d_model 8, 2 heads", points=1, hidden=False)
+def lesson_two_heads(multi_head_attention):
+    """The lesson's example with an output projection: the result is (3, 8) like x."""
+    x, params = lesson_inputs()
+    q.check("multi_head_attention", multi_head_attention, x, params, 2,
+            expected=snapshot("lesson_two_heads"))
+
+
+@test_case(name="lesson example with a causal mask", points=1, hidden=False)
+def lesson_causal(multi_head_attention):
+    x, params = lesson_inputs()
+    q.check("multi_head_attention", multi_head_attention, x, params, 2,
+            mask=to_numpy(future_mask(3)), expected=snapshot("lesson_causal"))
+
+
+@test_case(name="batch, 4 heads of size 2, causal mask, float64", points=1, hidden=True)
+def small_heads(multi_head_attention):
+    x = rand(2, 5, 8, seed=1501, dtype="float64")
+    q.check("multi_head_attention", multi_head_attention, x,
+            to_numpy(attention_params(8, seed=1502, dtype="float64")), 4,
+            mask=to_numpy(future_mask(5)))
+
+
+@test_case(name="cross-attention from a longer context", points=1, hidden=True)
+def cross_attention(multi_head_attention):
+    x, context = rand(2, 3, 12, seed=1503), rand(2, 7, 12, seed=1504)
+    q.check("multi_head_attention", multi_head_attention, x,
+            to_numpy(attention_params(12, seed=1505)), 3, context=context)
+
+
+@test_case(name="a single head", points=1, hidden=True)
+def one_head(multi_head_attention):
+    q.check("multi_head_attention", multi_head_attention, rand(4, 6, seed=1506),
+            to_numpy(attention_params(6, seed=1507)), 1)
+
+
+@test_case(name="many heads with a padding mask, float64", points=1, hidden=True)
+def many_heads(multi_head_attention):
+    x = rand(3, 4, 16, seed=1508, dtype="float64")
+    mask = np.zeros((3, 1, 1, 4), dtype=bool)
+    mask[0, ..., 3] = True
+    mask[2, ..., 2:] = True
+    q.check("multi_head_attention", multi_head_attention, x,
+            to_numpy(attention_params(16, seed=1509, dtype="float64")), 8, mask=mask)

@@ -1,0 +1,56 @@
+"""Question softmax (NumPy track): a numerically stable softmax along any axis."""
+from otter.test_files import test_case
+
+from autograder.cases import Question, array, randn, snapshot, to_numpy
+from autograder.checks import rows_sum_to_one
+
+OK_FORMAT = False
+
+name = "softmax"
+points = 6
+
+# The library shortcuts: SciPy's, and torch's for a student who converts to tensors and back.
+q = Question(name, forbidden=["scipy.special.softmax", "scipy.special.log_softmax",
+                              "torch.softmax", "torch.nn.functional.softmax",
+                              "torch.Tensor.softmax", "torch.special.softmax"])
+probabilities = rows_sum_to_one(name="probabilities")
+
+
+@test_case(name="lesson: softmax([1, 2, 3])", points=1, hidden=False)
+def lesson_small(softmax):
+    """The lesson's soft blend: [0.09, 0.245, 0.665]."""
+    q.check("softmax", softmax, array([1.0, 2.0, 3.0], "float64"),
+            expected=snapshot("lesson_small"), props=[probabilities])
+
+
+@test_case(name="lesson: softmax([10, 20, 30])", points=1, hidden=False)
+def lesson_large(softmax):
+    """The lesson's hard choice: [0, 0, 1] to three decimals."""
+    q.check("softmax", softmax, array([10.0, 20.0, 30.0], "float64"),
+            expected=snapshot("lesson_large"), props=[probabilities])
+
+
+@test_case(name="rows of a score table, float32", points=1, hidden=False)
+def score_rows(softmax):
+    """Each row of the lesson's (3, 3) score table becomes weights summing to 1, in float32."""
+    scores = array([[0.707, 0.0, 0.707], [0.0, 0.707, 0.707], [0.707, 0.707, 1.414]])
+    q.check("softmax", softmax, scores, expected=snapshot("score_rows"), props=[probabilities])
+
+
+@test_case(name="float32 with batch dimensions", points=1, hidden=True)
+def batched(softmax):
+    q.check("softmax", softmax, to_numpy(randn(2, 3, 4, 5, seed=1101)), props=[probabilities])
+
+
+@test_case(name="along another axis (axis=1), float64", points=1, hidden=True)
+def other_axis(softmax):
+    q.check("softmax", softmax, to_numpy(randn(3, 4, 5, seed=1102, dtype="float64")), axis=1,
+            props=[rows_sum_to_one(dim=1, name="probabilities")])
+
+
+@test_case(name="large logits, rows of different scales", points=1, hidden=True)
+def large_logits(softmax):
+    x = to_numpy(randn(2, 4, 6, seed=1103, scale=50.0))
+    x[0] += 1e4
+    x[1] -= 1e4
+    q.check("softmax", softmax, x, props=[probabilities], large_inputs=True)

@@ -1,0 +1,49 @@
+"""Question split_heads (NumPy track): splitting the model dimension into heads, and back."""
+import numpy as np
+from otter.test_files import test_case
+
+from autograder.cases import Question, array, randn, snapshot, to_numpy
+
+OK_FORMAT = False
+
+name = "split_heads"
+points = 5
+
+q = Question(name)
+
+
+def rand(*shape, seed, dtype="float32"):
+    return to_numpy(randn(*shape, seed=seed, dtype=dtype))
+
+
+@test_case(name="lesson: 6 tokens, d_model 512, 8 heads round trip", points=1, hidden=False)
+def lesson_round_trip(split_heads, merge_heads):
+    """The lesson's x = default_rng(0).normal(size=(6, 512)): 8 slices of (6, 64), merged back exactly."""
+    x = np.random.default_rng(0).normal(size=(6, 512))
+    q.check("split_heads", split_heads, x, 8, expected=snapshot("lesson_split"))
+    q.check_roundtrip("split_heads", split_heads, "merge_heads", merge_heads, x, 8)
+
+
+@test_case(name="which features each head holds", points=1, hidden=False)
+def small_split(split_heads):
+    """x = arange(8) as 2 tokens of 4 features, 2 heads: head 0 holds features 0:2."""
+    x = array([[0.0, 1.0, 2.0, 3.0], [4.0, 5.0, 6.0, 7.0]])
+    q.check("split_heads", split_heads, x, 2, expected=snapshot("small_split"))
+
+
+@test_case(name="split with batch dimensions, float32", points=1, hidden=True)
+def batched_split(split_heads):
+    q.check("split_heads", split_heads, rand(2, 5, 12, seed=1401), 3)
+
+
+@test_case(name="merge with batch dimensions, float64", points=1, hidden=True)
+def batched_merge(merge_heads):
+    q.check("merge_heads", merge_heads, rand(2, 4, 3, 5, seed=1402, dtype="float64"))
+
+
+@test_case(name="one head, and one feature per head", points=1, hidden=True)
+def edge_heads(split_heads, merge_heads):
+    x = rand(3, 6, seed=1403)
+    q.check("split_heads", split_heads, x, 1)
+    q.check("split_heads", split_heads, x, 6)
+    q.check_roundtrip("split_heads", split_heads, "merge_heads", merge_heads, x, 6)
