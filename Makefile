@@ -36,6 +36,7 @@ test: install
 
 snapshot: install
 	$(VENV)/bin/autograder snapshot -a attention
+	$(VENV)/bin/autograder snapshot -a attention_numpy
 
 clean:
 	rm -rf $(VENV) demo-results.json

@@ -294,7 +294,10 @@ def _canonical(value: Any, depth: int = 0) -> Any:
     if isinstance(value, np.ndarray) and value.ndim <= 1 and value.dtype.kind in "biuf":
         value = value.tolist()
     if isinstance(value, numbers.Real):
-        x = float(value)
+        try:
+            x = float(value)
+        except (OverflowError, ValueError):
+            raise TypeError("a number too large to check") from None
         if not math.isfinite(x):
             return ["num", repr(x)]
         x = float(f"{x:.6g}")
@@ -507,9 +510,10 @@ class Question:
                                  f"({form})")], status="not_attempted")
         try:
             mine = _canonical(value)
-        except TypeError:
+        except TypeError as e:
             what = getattr(value, "type_name", None) if isinstance(value, Opaque) else None
-            shown = f"a {what}" if what else checks.describe_type(value)
+            shown = f"a {what}" if what else str(e) if str(e).startswith("a number") else \
+                checks.describe_type(value)
             raise CheckFailed([Problem(
                 "type", f"`{name}` should be {form}, but it is {shown}")]) from None
         if _form_of_canonical(mine) != form:

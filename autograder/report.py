@@ -49,6 +49,7 @@ def feedback_markdown(result: SubmissionResult, title: str) -> str:
             else:
                 lines += [f"- {m}" for m in said] + [""]
             continue
+        hinted: set[str] = set()
         for c in q.cases:
             mark = "✅" if c.status == "passed" else "❌"
             kind = "hidden case" if c.hidden else "case"
@@ -56,6 +57,10 @@ def feedback_markdown(result: SubmissionResult, title: str) -> str:
             if c.status != "passed":
                 text += f": {c.message}"
             lines.append(text)
+            hint = getattr(c, "hint", None)
+            if c.status != "passed" and hint and hint not in hinted:
+                hinted.add(hint)  # once per question, as in the terminal feedback
+                lines.append(f"  - 💡 {hint}")
         for n in q.notes:
             lines.append(f"- {n}")
         lines.append("")

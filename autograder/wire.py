@@ -234,7 +234,8 @@ def unpack(read_exact) -> tuple[dict, list[bytes]]:
         raise WireError("message header too large")
     try:
         header = json.loads(read_exact(hlen))
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+    except (ValueError, UnicodeDecodeError, RecursionError) as e:
+        # ValueError also covers an integer too long to convert, which JSON itself allows.
         raise WireError("message header is not JSON") from e
     if not isinstance(header, dict):
         raise WireError("message header is not an object")

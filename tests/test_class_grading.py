@@ -76,6 +76,7 @@ def test_feedback_files_are_what_the_student_sees(graded_class):
     text = (graded_class["out"] / "feedback" / "bob.md").read_text()
     assert "softmax: 5 / 6 (partial)" in text
     assert "NaN" in text and "subtract the maximum" in text
+    assert "likely mistake" in text  # the named misconception reaches the student
     assert "expected" not in text.split("hidden case")[1][:300]  # hidden cases stay hidden
 
 

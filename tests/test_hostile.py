@@ -74,7 +74,17 @@ STATUS = {
 }
 
 
-def leftover_processes() -> list[str]:
+def leftover_processes(wait: float = 5.0) -> list[str]:
+    """Processes of the sandbox users or with the hostile markers, once dying ones are gone."""
+    deadline = time.monotonic() + wait
+    while True:
+        left = _leftovers()
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.2)
+
+
+def _leftovers() -> list[str]:
     out = subprocess.run(["ps", "-eo", "uid=,pid=,args="], capture_output=True,
                          text=True).stdout
     left = []
