@@ -422,8 +422,11 @@ def _gradients(output: Any, upstream: Any, diff: list) -> tuple[dict | None, str
     if not pairs:
         return grads, "detached"
     try:
-        result = torch.autograd.grad([g for g, _ in pairs], [t for _, t in diff],
-                                     grad_outputs=[u for _, u in pairs], allow_unused=True)
+        # The gradient of sum(output * upstream) is the vector-Jacobian product with the
+        # upstream gradient, exactly; a scalar loss also spares autograd.grad's lazy import of
+        # the symbolic-shapes machinery (sympy, ~0.5 s) that explicit grad_outputs trigger.
+        loss = sum((g * u).sum() for g, u in pairs)
+        result = torch.autograd.grad(loss, [t for _, t in diff], allow_unused=True)
     except BaseException as exc:  # noqa: BLE001
         return None, "backward failed: " + _clip(f"{type(exc).__name__}: {exc}", 200)
     for (p, _), g in zip(diff, result):

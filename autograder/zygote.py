@@ -305,9 +305,8 @@ def main(control_fd: int) -> None:
     # Warm up the code paths every worker uses, so forks share them instead of redoing them.
     from . import execute, protocol, wire, worker  # noqa: F401
 
-    # Warm up what every worker's first call needs (autograd.grad lazily imports sympy, ~0.5 s),
-    # so that forks share it instead of each paying for it.
-    import torch.fx.experimental.symbolic_shapes  # noqa: F401
+    # Warm up what every worker's first call needs, so that forks share it instead of each
+    # paying for it.
 
     def warm(t):
         w = (t @ t.transpose(-2, -1)).masked_fill(torch.zeros(2, 2, dtype=torch.bool), -1e9)
