@@ -29,7 +29,7 @@ install: $(STAMP) system-deps
 
 demo: install
 	$(VENV)/bin/autograder grade -a attention assignments/attention/examples --feedback \
-	  --json demo-results.json
+	  --out demo-results
 
 test: install
 	$(PY) -m pytest -q
@@ -39,4 +39,4 @@ snapshot: install
 	$(VENV)/bin/autograder snapshot -a attention_numpy
 
 clean:
-	rm -rf $(VENV) demo-results.json
+	rm -rf $(VENV) demo-results
