@@ -147,6 +147,13 @@ def choose_level(requested: str = "auto") -> str:
         available.append("user")
     available.append("rlimits")
     if requested == "auto":
+        if available[0] == "rlimits" and root:
+            # The worker would run as root: refuse unless the instructor asks for it by name.
+            raise SandboxError(
+                "no safe sandbox here: running as root without bubblewrap (and without a Python "
+                "installation other users can read), student code would run as root. Install "
+                "bubblewrap (apt-get install bubblewrap), or pass --sandbox rlimits to accept "
+                "that risk for trusted code")
         return available[0]
     if requested not in available:
         raise SandboxError(f"sandbox level {requested!r} is not available here "

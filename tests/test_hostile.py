@@ -96,9 +96,21 @@ def _leftovers() -> list[str]:
     return left
 
 
+def test_the_corpus_runs_only_under_a_separating_sandbox():
+    """The corpus kills processes and deletes files: at the `rlimits` level as root it would
+    reach the machine, so the grader must refuse that level unless asked for it by name."""
+    from autograder.sandbox import choose_level
+
+    assert choose_level("auto") in ("namespaces", "user"), "run `make system-deps` (bubblewrap)"
+
+
 @pytest.fixture(scope="module")
 def batch(tmp_path_factory):
     """Grade the hostile corpus together with honest copies, from a class folder."""
+    from autograder.sandbox import choose_level
+
+    level = choose_level("auto")  # raises rather than let the corpus loose at `rlimits` as root
+    assert level in ("namespaces", "user"), level
     root = tmp_path_factory.mktemp("class")
     cls = root / "submissions"
     cls.mkdir()

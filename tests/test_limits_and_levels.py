@@ -28,8 +28,19 @@ def test_sandbox_command_reports_the_level():
     assert "level: rlimits" in r.stdout
 
 
-def test_rlimits_level_is_always_available():
+def test_rlimits_level_is_always_available_by_name():
     from autograder.sandbox import choose_level
 
     assert choose_level("rlimits") == "rlimits"
-    assert choose_level("auto") in ("namespaces", "user", "rlimits")
+
+
+def test_auto_never_runs_student_code_as_root(monkeypatch):
+    import autograder.sandbox as sb
+
+    monkeypatch.setattr(sb, "bwrap_works", lambda root: False)
+    monkeypatch.setattr(sb, "_world_readable_python", lambda: False)
+    monkeypatch.setattr(sb.os, "geteuid", lambda: 0)
+    with pytest.raises(sb.SandboxError, match="student code would run as root"):
+        sb.choose_level("auto")
+    monkeypatch.setattr(sb.os, "geteuid", lambda: 1000)
+    assert sb.choose_level("auto") == "rlimits"
