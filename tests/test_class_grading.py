@@ -161,3 +161,25 @@ def test_report_opens_in_a_headless_browser(graded_class, tmp_path):
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     for chunk in dom.split('src="data:image/png;base64,')[1:]:
         assert base64.b64decode(chunk.split('"', 1)[0])[:4] == b"\x89PNG"
+
+
+def test_gradescope_export_layout(tmp_path):
+    """A Gradescope "export submissions" folder: names come from submission_metadata.yml."""
+    export = tmp_path / "assignment_123_export"
+    for sub_id, src in (("submission_101", SUBMISSIONS / "correct" / "einsum_style.py"),
+                        ("submission_102", SUBMISSIONS / "wrong" / "block_gelu.py")):
+        (export / sub_id).mkdir(parents=True)
+        shutil.copy(src, export / sub_id / "attention.py")
+    (export / "submission_103").mkdir()  # an empty upload
+    (export / "submission_metadata.yml").write_text(
+        "submission_101:\n  :submitters:\n  - :name: Ada Lovelace\n    :email: ada@example.edu\n"
+        "submission_102:\n  :submitters:\n  - :name: Alan Turing\n  - :name: Grace Hopper\n"
+        "submission_103:\n  :submitters:\n  - :name: Empty Upload\n")
+    out = tmp_path / "out"
+    r = run_cli("grade", "-a", "attention", str(export), "--out", str(out))
+    assert r.returncode == 0, r.stderr[-2000:]
+    rows = {s["student"]: s for s in json.loads((out / "grades.json").read_text())["submissions"]}
+    assert sorted(rows) == ["Ada Lovelace", "Alan Turing & Grace Hopper", "Empty Upload"]
+    assert rows["Ada Lovelace"]["score"] == 35
+    assert rows["Alan Turing & Grace Hopper"]["questions"]["block"]["status"] != "passed"
+    assert rows["Empty Upload"]["score"] == 0 and rows["Empty Upload"]["error"]
