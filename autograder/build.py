@@ -361,8 +361,30 @@ graded after you submit, so write general code rather than code that fits these 
 """
 
 
+CLASSROOM_INSTALL = ["python -m pip install --upgrade pip", "pip install -r requirements.txt"]
+
+
+def classroom_workflow(assignment: Assignment) -> str:
+    """The GitHub Classroom workflow of a student repository made from the student bundle."""
+    from .classroom import workflow_yaml
+
+    return workflow_yaml(assignment, assignment_dir=student_assignment_dir(assignment),
+                         install=CLASSROOM_INSTALL)
+
+
+def shipped_files(assignment: Assignment) -> dict[str, bytes]:
+    """Files of a student repository that students must not change: the workflow and the
+    public tests. Class grading flags repositories where they differ."""
+    from .classroom import WORKFLOW_PATH
+
+    files = {WORKFLOW_PATH: classroom_workflow(assignment).encode()}
+    files.update(public_test_files(assignment, student_assignment_dir(assignment)))
+    return files
+
+
 def build_student(assignment: Assignment, out: Path) -> Path:
-    """The student bundle folder (and a zip of it next to it)."""
+    """The student bundle folder (and a zip of it next to it); with its GitHub Classroom
+    workflow, it is also the template repository of a Classroom assignment."""
     dest = _fresh(out / f"{assignment.name}-student")
     py = assignment.student_file
     nb = Path(py).stem + ".ipynb"
@@ -375,6 +397,10 @@ def build_student(assignment: Assignment, out: Path) -> Path:
     (dest / "requirements.txt").write_text(_requirements_text(student_reqs))
     (dest / "README.md").write_text(STUDENT_README.format(
         title=assignment.title, py=py, nb=nb, assignment_dir=adir))
+    from .classroom import WORKFLOW_PATH
+
+    (dest / WORKFLOW_PATH).parent.mkdir(parents=True, exist_ok=True)
+    (dest / WORKFLOW_PATH).write_text(classroom_workflow(assignment))
     zip_folder(dest, out / f"{assignment.name}-student.zip")
     return dest
 

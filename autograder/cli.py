@@ -117,21 +117,12 @@ def repository_flags(assignment, graded) -> list[dict]:
 
 
 def shipped_files(assignment) -> dict[str, bytes]:
-    """What `autograder build` puts in a student repository that students must not change."""
-    from .classroom import WORKFLOW_PATH, workflow_yaml
+    from .build import shipped_files as shipped
 
-    files = {WORKFLOW_PATH: workflow_yaml(assignment, assignment_dir=CLASSROOM_ASSIGNMENT_DIR)
-             .encode()}
-    try:
-        from .build import public_test_files
-    except ImportError:
-        return files
-    for rel, content in public_test_files(assignment, CLASSROOM_ASSIGNMENT_DIR).items():
-        files[rel] = content
-    return files
+    return shipped(assignment)
 
 
-CLASSROOM_ASSIGNMENT_DIR = "grader"
+
 
 
 def cmd_classroom(args) -> int:

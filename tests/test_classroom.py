@@ -27,18 +27,23 @@ def test_workflow_parses_and_step_ids_are_alphanumeric(assignment):
 
 
 def test_running_the_steps_gives_partial_credit_summing_to_grade(assignment, tmp_path):
-    repo = tmp_path / "repo"
-    repo.mkdir()
+    """The repository Classroom hands a student is the student bundle with its workflow: run
+    each grading step there, as the runner would, on a student's (wrong) attention.py."""
+    from autograder.build import build_student
+    from autograder.classroom import WORKFLOW_PATH
+
+    repo = build_student(assignment, tmp_path / "dist")
     sub = SUBMISSIONS / "wrong" / "mask_ignored.py"
     shutil.copy(sub, repo / "attention.py")
-    wf = yaml.safe_load(workflow_yaml(assignment, assignment_dir=str(assignment.root)))
+    wf = yaml.safe_load((repo / WORKFLOW_PATH).read_text())
     steps = [s for s in wf["jobs"]["run-autograding-tests"]["steps"] if "id" in s]
+    assert [s["id"] for s in steps] == [re.sub(r"[^A-Za-z0-9]", "", q) for q in QUESTIONS]
     total, maximum = 0.0, 0.0
     for step in steps:
         command = step["run"].split(">>")[0]
         args = shlex.split(command)
         assert args[:3] == ["python", "-m", "autograder"]
-        r = run_cli(*args[3:], cwd=repo)
+        r = run_cli(*args[3:], cwd=repo, env={"PYTHONPATH": str(repo)})
         assert r.returncode == 0, r.stderr
         line = r.stdout.strip()
         assert line.startswith("result=")
