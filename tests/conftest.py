@@ -36,6 +36,22 @@ def id_list(value: str) -> list[str]:
     return [v.strip() for v in value.split(",") if v.strip()]
 
 
+def assert_loses_and_keeps(result, header: dict, questions: list[str]) -> list[str]:
+    """A corpus file loses points on exactly its `loses` questions, with readable feedback;
+    returns those question ids."""
+    loses, keeps = id_list(header["loses"]), id_list(header["keeps"])
+    assert sorted(loses + keeps) == sorted(questions)
+    for qid in keeps:
+        q = result.questions[qid]
+        assert q.status == "passed", f"{qid} should keep full marks: {q.feedback()}"
+    for qid in loses:
+        q = result.questions[qid]
+        assert q.score < q.max_score, f"{qid} should lose points ({header['mistake']})"
+        text = q.feedback()
+        assert text and "Traceback" not in text and "autograder/" not in text
+    return loses
+
+
 @pytest.fixture(scope="session")
 def assignment():
     return load_assignment("attention")

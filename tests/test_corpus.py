@@ -2,7 +2,7 @@
 legitimately different correct solutions keep full marks."""
 import pytest
 
-from conftest import QUESTIONS, SUBMISSIONS, id_list, read_header
+from conftest import QUESTIONS, SUBMISSIONS, assert_loses_and_keeps, id_list, read_header
 
 WRONG = sorted((SUBMISSIONS / "wrong").glob("*.py"))
 CORRECT = sorted((SUBMISSIONS / "correct").glob("*.py"))
@@ -31,16 +31,7 @@ def graded(grade):
 def test_wrong_submission_loses_the_right_questions(path, graded):
     header = read_header(path)
     result = graded[path.name]
-    loses, keeps = id_list(header["loses"]), id_list(header["keeps"])
-    assert sorted(loses + keeps) == sorted(QUESTIONS)
-    for qid in keeps:
-        q = result.questions[qid]
-        assert q.status == "passed", f"{qid} should keep full marks: {q.feedback()}"
-    for qid in loses:
-        q = result.questions[qid]
-        assert q.score < q.max_score, f"{qid} should lose points ({header['mistake']})"
-        text = q.feedback()
-        assert text and "Traceback" not in text and "autograder/" not in text
+    loses = assert_loses_and_keeps(result, header, QUESTIONS)
     first = result.questions[loses[0]]
     hint = header.get("hint", "").lower()
     if hint in GENERIC_WORDS:
