@@ -94,7 +94,7 @@ def bwrap_command(python: list[str], as_root: bool) -> list[str]:
         if d.startswith("/usr/"):
             continue
         # Parents are created traversable, not listable: the worker's user must reach the interpreter
-        # even where the host keeps it under a private home (e.g. /root/.pyenv).
+        # even where the host keeps it under a private home directory.
         for parent in reversed(Path(d).parents):
             if str(parent) != "/" and str(parent) not in made:
                 made.add(str(parent))
