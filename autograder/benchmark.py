@@ -18,29 +18,7 @@ import threading
 import time
 from pathlib import Path
 
-
-def _children(pid: int) -> list[int]:
-    kids = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
-                        kids.append(int(entry))
-            except (OSError, ValueError, IndexError):
-                pass
-    return kids
-
-
-def _pss(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/smaps_rollup") as f:
-            for line in f:
-                if line.startswith("Pss:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
+from . import procfs
 
 
 class TreeMemory:
@@ -54,14 +32,9 @@ class TreeMemory:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            pids, frontier = [self.pid], [self.pid]
-            while frontier:
-                nxt = []
-                for p in frontier:
-                    nxt += _children(p)
-                pids += nxt
-                frontier = nxt
-            self.peak = max(self.peak, sum(_pss(p) for p in pids))
+            pids = [self.pid, *procfs.descendants(self.pid)]
+            total = sum(procfs.memory(p, "Pss", "smaps_rollup") or 0 for p in pids)
+            self.peak = max(self.peak, total)
             self._stop.wait(self.interval)
 
     def stop(self) -> int:

@@ -25,7 +25,7 @@ import os
 import sys
 import threading
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import torch

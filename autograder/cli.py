@@ -6,8 +6,6 @@ import ctypes
 import json
 import os
 import sys
-import threading
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from .assignment import ASSIGNMENTS_DIR, AssignmentError, load_assignment
@@ -103,6 +101,7 @@ def cmd_grade(args) -> int:
 
 def repository_flags(assignment, graded) -> list[dict]:
     """Student repositories whose shipped workflow or tests were changed (Classroom layout)."""
+    from .build import shipped_files
     from .classroom import repository_flags as check_repo
 
     originals = shipped_files(assignment)
@@ -114,12 +113,6 @@ def repository_flags(assignment, graded) -> list[dict]:
         for why in check_repo(folder, originals):
             flags.append({"student": g.student.name, "why": why})
     return flags
-
-
-def shipped_files(assignment) -> dict[str, bytes]:
-    from .build import shipped_files as shipped
-
-    return shipped(assignment)
 
 
 
@@ -170,7 +163,7 @@ def cmd_snapshot(args) -> int:
 
 
 def cmd_sandbox(args) -> int:
-    from .sandbox import LEVEL_DESCRIPTIONS, Sandbox, SandboxError
+    from .sandbox import Sandbox, SandboxError
 
     try:
         s = Sandbox(args.sandbox)

@@ -37,18 +37,6 @@ MAX_MESSAGE = 400
 
 # ----------------------------------------------------------------- inputs and paths
 
-def iter_leaves(value: Any, path: tuple = ()):
-    """Yield (path, tensor) for every tensor inside nested tuples/lists/dicts."""
-    if isinstance(value, torch.Tensor):
-        yield path, value
-    elif isinstance(value, (tuple, list)):
-        for i, v in enumerate(value):
-            yield from iter_leaves(v, path + (i,))
-    elif isinstance(value, dict):
-        for k, v in value.items():
-            yield from iter_leaves(v, path + (k,))
-
-
 def iter_arrays(value: Any, path: tuple = ()):
     """Yield (path, array) for every torch tensor or NumPy array inside nested containers."""
     if isinstance(value, (torch.Tensor, np.ndarray)):
@@ -61,15 +49,9 @@ def iter_arrays(value: Any, path: tuple = ()):
             yield from iter_arrays(v, path + (k,))
 
 
-def path_label(names: list[str], path: tuple) -> str:
-    """Human label for an argument path: ('params', 'w_q') -> params["w_q"]."""
-    if not path:
-        return "the output"
-    head = path[0]
-    label = names[head] if isinstance(head, int) and head < len(names) else str(head)
-    for p in path[1:]:
-        label += f'["{p}"]' if isinstance(p, str) else f"[{p}]"
-    return label
+def iter_leaves(value: Any, path: tuple = ()):
+    """Yield (path, tensor) for every torch tensor inside nested tuples/lists/dicts."""
+    return ((p, t) for p, t in iter_arrays(value, path) if isinstance(t, torch.Tensor))
 
 
 def path_key(path: tuple) -> str:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import wire
+from . import procfs, wire
 from .errors import SandboxError
 from .limits import Limits
 from .protocol import decode_outcome
@@ -266,25 +266,9 @@ class Sandbox:
 
 
 def _vm_size(pid: int) -> int:
-    """Address space of the fork server (found through its descendants under bubblewrap)."""
-    best = 0
-    pids = [pid]
-    try:
-        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-        pids += [int(c) for c in children]
-        for c in children:
-            pids += [int(g) for g in
-                     Path(f"/proc/{c}/task/{c}/children").read_text().split()]
-    except OSError:
-        pass
-    for p in pids:
-        try:
-            for line in Path(f"/proc/{p}/status").read_text().splitlines():
-                if line.startswith("VmSize:"):
-                    best = max(best, int(line.split()[1]) * 1024)
-        except OSError:
-            pass
-    return best or 2 * 2**30
+    """Address space of the fork server (found among the descendants under bubblewrap)."""
+    sizes = [procfs.memory(p, "VmSize") or 0 for p in [pid, *procfs.descendants(pid)]]
+    return max(sizes) or 2 * 2**30
 
 
 # ------------------------------------------------------------------ one submission's worker

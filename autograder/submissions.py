@@ -85,11 +85,6 @@ def read_submission(path: Path) -> Submission:
     return Submission(text)
 
 
-def notebook_source(text: str) -> str:
-    """Code cells joined into a script; IPython magics and shell escapes become `pass`."""
-    return read_notebook(text).source
-
-
 # ------------------------------------------------------------------ notebooks
 
 # Kernels whose cells are not Python, by kernelspec name prefix (used when no language is given).

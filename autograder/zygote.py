@@ -21,6 +21,8 @@ import sys
 import tempfile
 import time
 
+from . import procfs
+
 CLONE_NEWNS = 0x00020000
 CLONE_NEWPID = 0x20000000
 MS_REC, MS_PRIVATE = 0x4000, 1 << 18
@@ -116,18 +118,7 @@ def _kill_orphans() -> None:
     """As a subreaper: kill and reap every descendant left behind, until none is left."""
     me = os.getpid()
     for _ in range(200):
-        children = []
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit():
-                continue
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    stat = f.read()
-                ppid = int(stat.rsplit(")", 1)[1].split()[1])
-            except (OSError, ValueError, IndexError):
-                continue
-            if ppid == me:
-                children.append(int(entry))
+        children = procfs.children(me)
         if not children:
             return
         for pid in children:
@@ -194,18 +185,6 @@ def _supervise(sock_fd: int, report_fd: int, uid: int | None, limits: dict,
     os._exit(0)
 
 
-def _vm_peak(pid: int) -> int | None:
-    """Peak address space of a live worker, to tell a memory hog from an endless loop."""
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("VmPeak:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError):
-        pass
-    return None
-
-
 class Zygote:
     def __init__(self, control: socket.socket):
         self.control = control
@@ -247,7 +226,7 @@ class Zygote:
                 w["reaped"] = True
                 break
             time.sleep(0.002)
-        peak = _vm_peak(w["pid"]) if w["pid"] and not w.get("reaped") else None
+        peak = procfs.memory(w["pid"], "VmPeak") if w["pid"] and not w.get("reaped") else None
         if w["pid"] and not w.get("reaped"):
             try:
                 os.kill(w["pid"], signal.SIGKILL)

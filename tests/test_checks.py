@@ -1,5 +1,4 @@
 """Unit and property-based tests of the checks library and the safe wire format."""
-import math
 
 import numpy as np
 import pytest

@@ -81,7 +81,6 @@ def test_feedback_files_are_what_the_student_sees(graded_class):
 
 
 def test_rerun_on_an_unchanged_class_regrades_nothing(graded_class):
-    start = time.monotonic()
     r = run_cli("grade", "-a", "attention", graded_class["class"], "--out",
                 str(graded_class["out"]))
     assert r.returncode == 0

@@ -8,7 +8,7 @@ import shutil
 
 import yaml
 
-from conftest import QUESTIONS, ROOT, SUBMISSIONS, run_cli
+from conftest import QUESTIONS, SUBMISSIONS, run_cli
 from autograder.classroom import workflow_yaml
 
 
@@ -62,7 +62,7 @@ def test_running_the_steps_gives_partial_credit_summing_to_grade(assignment, tmp
 
 
 def test_report_flags_a_repository_whose_workflow_changed(assignment, tmp_path):
-    from autograder.cli import shipped_files
+    from autograder.build import shipped_files
 
     cls = tmp_path / "class"
     for name in ("honest", "tamperer"):

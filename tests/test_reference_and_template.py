@@ -55,7 +55,6 @@ def test_public_cases_use_lesson_examples(assignment):
 def test_snapshots_are_up_to_date(tmp_path, assignment):
     """`autograder snapshot` regenerates exactly the committed files."""
     import json
-    import shutil
 
     from autograder import cases
     from autograder.runner import grade_functions
