@@ -12,7 +12,6 @@ import hashlib
 import json
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -118,50 +117,111 @@ def grade_class(assignment: Assignment, students: list[Student], *, out: Path | 
             continue
         todo.append((i, key))
 
-    local = threading.local()
-    sandboxes: list = []
-    lock = threading.Lock()
-
-    def work(i: int, key: str | None) -> tuple[int, SubmissionResult]:
-        if not hasattr(local, "sandbox"):
-            with lock:
-                slot = len(sandboxes)
-                sandboxes.append(None)
-            local.sandbox = Sandbox(sandbox_level, slot=slot)
-            with lock:
-                sandboxes[slot] = local.sandbox
-        s = students[i]
-        result = grade_submission(assignment, s.file, local.sandbox, limits, questions=questions,
-                                  display_path=display(str(s.file)),
-                                  include_hidden=not public_only)
-        if cache is not None and key is not None:
-            cache.put(key, result)
-        return i, result
-
     bar = None
     if todo and progress:
         from tqdm import tqdm
 
         bar = tqdm(total=len(todo), unit="sub", desc="grading", dynamic_ncols=True,
                    smoothing=0.1, disable=None)  # None: only on a terminal
+    grader = _Grader(assignment, sandbox_level, limits, questions, public_only, cache)
     try:
-        with ThreadPoolExecutor(max_workers=max(1, min(jobs, len(todo) or 1))) as pool:
-            futures = [pool.submit(work, i, key) for i, key in todo]
-            for fut in as_completed(futures):
-                i, result = fut.result()
-                graded[i] = Graded(students[i], result)
-                if bar is not None:
-                    bar.update(1)
+        for i, result in _grade_all(grader, [(i, students[i].file, key) for i, key in todo],
+                                    jobs):
+            graded[i] = Graded(students[i], result)
+            if bar is not None:
+                bar.update(1)
     finally:
         if bar is not None:
             bar.close()
-        for sb in sandboxes:
-            if sb is not None:
-                sb.close()
     for g in graded:
         g.result.student = g.student.name
         g.result.notes = list(g.student.notes)
     return graded  # type: ignore[return-value]
+
+
+class _Grader:
+    """Grades one submission after another with one sandbox (started on first use)."""
+
+    def __init__(self, assignment: Assignment, sandbox_level: str, limits: Limits,
+                 questions: list[str] | None, public_only: bool, cache: ResultCache | None,
+                 slot: int = 0):
+        self.assignment, self.sandbox_level, self.limits = assignment, sandbox_level, limits
+        self.questions, self.public_only, self.cache, self.slot = \
+            questions, public_only, cache, slot
+        self.sandbox = None
+
+    def grade(self, file: Path, key: str | None) -> SubmissionResult:
+        from .grade import grade_submission
+        from .sandbox import Sandbox
+
+        if self.sandbox is None:
+            self.sandbox = Sandbox(self.sandbox_level, slot=self.slot)
+        result = grade_submission(self.assignment, file, self.sandbox, self.limits,
+                                  questions=self.questions, display_path=display(str(file)),
+                                  include_hidden=not self.public_only)
+        if self.cache is not None and key is not None:
+            self.cache.put(key, result)
+        return result
+
+    def close(self) -> None:
+        if self.sandbox is not None:
+            self.sandbox.close()
+            self.sandbox = None
+
+
+def _grade_all(grader: _Grader, todo: list[tuple[int, Path, str | None]], jobs: int):
+    """Yield (index, result) as submissions finish. With more than one job, each grading
+    process has its own sandbox and its own interpreter: the trusted side's comparisons are
+    Python code, which threads of one process would run one at a time."""
+    jobs = max(1, min(jobs, len(todo)))
+    if jobs == 1:
+        try:
+            for i, file, key in todo:
+                yield i, grader.grade(file, key)
+        finally:
+            grader.close()
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    # "spawn": a fresh interpreter per grading process (forking one that holds torch's thread
+    # pools is not safe); each takes the next sandbox slot (its own unprivileged uid).
+    context = multiprocessing.get_context("spawn")
+    slots = context.Value("i", 0)
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_start_process,
+                             initargs=(grader, slots)) as pool:
+        futures = {pool.submit(_grade_in_process, file, key): i for i, file, key in todo}
+        try:
+            for fut in as_completed(futures):
+                yield futures[fut], fut.result()
+        except BaseException:
+            for fut in futures:
+                fut.cancel()
+            raise
+
+
+_process_grader: _Grader | None = None
+
+
+def _start_process(grader: _Grader, slots) -> None:
+    import multiprocessing.util
+    import signal
+
+    from .sandbox import protect_this_process
+
+    global _process_grader
+    protect_this_process(die_with_parent=True)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the main process's to handle
+    with slots.get_lock():
+        grader.slot = slots.value
+        slots.value += 1
+    _process_grader = grader
+    multiprocessing.util.Finalize(None, grader.close, exitpriority=10)
+
+
+def _grade_in_process(file: Path, key: str | None) -> SubmissionResult:
+    assert _process_grader is not None
+    return _process_grader.grade(file, key)
 
 
 def sandbox_description(graded: list[Graded]) -> str | None:

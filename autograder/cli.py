@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import ctypes
 import json
 import os
 import sys
@@ -43,14 +42,6 @@ def cmd_check(args) -> int:
     return 0 if passed else 1
 
 
-def _protect_this_process() -> None:
-    """Make /proc/<grader>/environ, mem and cmdline unreadable to other users' processes."""
-    try:
-        ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 0
-    except (OSError, AttributeError):
-        pass
-
-
 def cmd_grade(args) -> int:
     from .batch import grade_class, sandbox_description
     from .classlist import discover
@@ -58,8 +49,9 @@ def cmd_grade(args) -> int:
     from .report import write_reports
     from .errors import SandboxError
     from .results import results_json
+    from .sandbox import protect_this_process
 
-    _protect_this_process()
+    protect_this_process()
     assignment = load_assignment(args.assignment)
     limits = assignment.limits.override(parse_cli_limits(args.limit))
     students = discover(args.paths, assignment.student_file)

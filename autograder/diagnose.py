@@ -24,7 +24,6 @@ import ast
 import functools
 import hashlib
 import importlib.util
-import json
 import re
 import sys
 import threading
@@ -40,7 +39,7 @@ from .assignment import Assignment, AssignmentError, _resolve
 from .checks import tolerance_for
 from .execute import iter_leaves, path_key, run_call
 from .protocol import roundtrip_outcome
-from .wire import encode
+from .fingerprint import call_digest
 
 Predicate = Callable[["Evidence"], bool]
 
@@ -242,9 +241,14 @@ def _tensor_distance(a: torch.Tensor, b: torch.Tensor, tolerance: dict | None) -
         return INF
     if not a.is_floating_point():
         return 0.0 if bool(torch.equal(a, b)) else INF
-    if a.numel() == 0 or bool(torch.equal(a, b)):
+    if a.numel() == 0:
         return 0.0
+    xa, xb = _float64(a), _float64(b)
     rtol, atol = tolerance_for(a.dtype, tolerance)
+    if xa is not None and xb is not None and atol > 0:
+        # The common case, both finite: in NumPy, whose small-array operations cost far less
+        # than torch's, on float64 copies made once per tensor.
+        return float((np.abs(xa - xb) / (atol + rtol * np.abs(xa))).max())
     a64, b64 = a.double(), b.double()
     ratio = (a64 - b64).abs() / (atol + rtol * a64.abs())
     undefined = torch.isnan(ratio)      # a NaN or an infinity on either side (or 0/0)
@@ -256,7 +260,30 @@ def _tensor_distance(a: torch.Tensor, b: torch.Tensor, tolerance: dict | None) -
     return float(ratio.max())
 
 
-def _value_distance(a: Any, b: Any, tolerance: dict | None) -> float:
+# Outcomes are compared many times over (each candidate mistake against the student's), so each
+# tensor's float64 copy is made once and remembered while the tensor is unchanged (same object,
+# same version counter).
+_copies: dict[tuple, tuple] = {}
+_MAX_COPIES = 8192
+
+
+def _float64(t: torch.Tensor) -> np.ndarray | None:
+    """A float64 NumPy copy of a floating-point tensor; None if it holds a NaN or infinity."""
+    key = (id(t), t._version)
+    with _lock:
+        hit = _copies.get(key)
+    if hit is not None and hit[0] is t:
+        return hit[1]
+    x = torch.Tensor.detach(t).double().numpy()
+    value = x if np.isfinite(x).all() else None
+    with _lock:
+        if len(_copies) >= _MAX_COPIES:
+            _copies.pop(next(iter(_copies)))
+        _copies[key] = (t, value)     # the tensor is kept, so its id is not reused
+    return value
+
+
+def _value_distance(a: Any, b: Any, tolerance: dict | None, limit: float = INF) -> float:
     if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
         try:
             a, b = torch.from_numpy(a), torch.from_numpy(b)
@@ -268,11 +295,21 @@ def _value_distance(a: Any, b: Any, tolerance: dict | None) -> float:
         if not (isinstance(b, (tuple, list)) and isinstance(a, tuple) == isinstance(b, tuple)
                 and len(a) == len(b)):
             return INF
-        return max([_value_distance(x, y, tolerance) for x, y in zip(a, b)], default=0.0)
+        worst = 0.0
+        for x, y in zip(a, b):
+            worst = max(worst, _value_distance(x, y, tolerance, limit))
+            if worst > limit:
+                break
+        return worst
     if isinstance(a, dict):
         if not isinstance(b, dict) or a.keys() != b.keys():
             return INF
-        return max([_value_distance(a[k], b[k], tolerance) for k in a], default=0.0)
+        worst = 0.0
+        for k in a:
+            worst = max(worst, _value_distance(a[k], b[k], tolerance, limit))
+            if worst > limit:
+                break
+        return worst
     if a is None or isinstance(a, (bool, int, float, str)):
         return 0.0 if type(a) is type(b) and a == b else INF
     return INF
@@ -300,7 +337,9 @@ def _grad_distance(a: dict, b: dict, tolerance: dict | None, limit: float = INF)
         if not isinstance(x, torch.Tensor) or not isinstance(y, torch.Tensor) \
                 or x.shape != y.shape:
             return INF
-        worst = max(worst, _tensor_distance(x, y.to(x.dtype), tolerance))
+        if y.dtype != x.dtype:
+            y = y.to(x.dtype)
+        worst = max(worst, _tensor_distance(x, y, tolerance))
         if worst > limit:
             break
     return worst
@@ -321,7 +360,7 @@ def distance(a: dict, b: dict, tolerance: dict | None = None, limit: float = INF
         return INF
     if bool(a.get("forbidden")) != bool(b.get("forbidden")):
         return INF
-    d = _value_distance(a.get("output"), b.get("output"), tolerance)
+    d = _value_distance(a.get("output"), b.get("output"), tolerance, limit)
     return d if d > limit else max(d, _grad_distance(a, b, tolerance, limit))
 
 
@@ -512,13 +551,8 @@ class CheckRecord:
     @property
     def key(self) -> bytes:
         if self._key is None:
-            buffers: list[bytes] = []
-            tree = encode((tuple(self.args), dict(self.kwargs)), buffers)
-            h = hashlib.sha256(json.dumps([self.function, self.seed, self.want_grad, tree],
-                                          sort_keys=True).encode())
-            for b in buffers:
-                h.update(b)
-            self._key = h.digest()
+            self._key = call_digest(self.function, self.seed, self.want_grad, self.args,
+                                    self.kwargs)
         return self._key
 
     def evidence(self) -> Evidence:

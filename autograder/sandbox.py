@@ -13,10 +13,12 @@ fresh empty working directory, and time limits enforced from here with SIGKILL.
 """
 from __future__ import annotations
 
+import ctypes
 import functools
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -54,6 +56,21 @@ class WorkerStopped(Exception):
         super().__init__(message)
         self.status = status
         self.message = message
+
+
+def protect_this_process(die_with_parent: bool = False) -> None:
+    """Make /proc/<grader>/environ, mem and cmdline unreadable to other users' processes; with
+    `die_with_parent`, be killed when the process that started this one ends (a grading
+    process outliving a killed `autograder grade` would go on writing its results)."""
+    try:
+        libc = ctypes.CDLL(None)
+        libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 0
+        if die_with_parent:
+            libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    if die_with_parent and os.getppid() == 1:
+        os._exit(1)   # the parent was already gone before the signal was asked for
 
 
 # ------------------------------------------------------------------ levels
@@ -117,7 +134,9 @@ def _zygote_python(fd: int, engine_root: str) -> list[str]:
 def bwrap_works(as_root: bool) -> bool:
     if not shutil.which("bwrap"):
         return False
-    probe = bwrap_command([sys.executable, "-s", "-c", "import torch"], as_root)
+    # Starting the interpreter inside is enough: the fork server's own start imports torch
+    # there, and reports any failure to do so.
+    probe = bwrap_command([sys.executable, "-s", "-S", "-c", "pass"], as_root)
     try:
         return subprocess.run(probe, capture_output=True, timeout=60, env=SCRUBBED_ENV,
                               stdin=subprocess.DEVNULL).returncode == 0
@@ -185,6 +204,7 @@ class Sandbox:
         self._buf = b""
         self._next_id = 0
         self._preloaded: set[str] = set()
+        self._zygote_pid: int | None = None
         ready = self._read_reply(timeout=120)
         if not ready.get("ready"):
             raise SandboxError("the sandbox's fork server did not start")
@@ -246,7 +266,10 @@ class Sandbox:
 
     def _memory_bytes(self, limits: Limits) -> int:
         # The worker inherits torch's address space from the fork server: the limit is on top.
-        return _vm_size(self.proc.pid) + limits.memory_mb * 2**20
+        if self._zygote_pid is None:
+            self._zygote_pid = _zygote_pid(self.proc.pid)
+        size = procfs.memory(self._zygote_pid, "VmSize") if self._zygote_pid else None
+        return (size or 2 * 2**30) + limits.memory_mb * 2**20
 
     def finish(self, wid: int, grace: float = 0.0) -> dict:
         self.control.sendall(json.dumps({"op": "finish", "id": wid, "grace": grace}).encode()
@@ -265,10 +288,11 @@ class Sandbox:
             self.errors.close()
 
 
-def _vm_size(pid: int) -> int:
-    """Address space of the fork server (found among the descendants under bubblewrap)."""
-    sizes = [procfs.memory(p, "VmSize") or 0 for p in [pid, *procfs.descendants(pid)]]
-    return max(sizes) or 2 * 2**30
+def _zygote_pid(pid: int) -> int | None:
+    """The fork server's process: `pid` itself, or under bubblewrap its largest descendant."""
+    sizes = {p: procfs.memory(p, "VmSize") or 0 for p in [pid, *procfs.descendants(pid)]}
+    best = max(sizes, key=sizes.get)
+    return best if sizes[best] else None
 
 
 # ------------------------------------------------------------------ one submission's worker
@@ -315,6 +339,7 @@ class WorkerSession:
     # -- lifecycle
     def load(self) -> LoadResult:
         self.wid, self.sock, self.memory_bytes = self.sandbox.spawn(self.limits)
+        self.reader = wire.Reader(self.sock)
         deadline = min(time.monotonic() + self.limits.import_seconds,
                        self.started + self.limits.submission_seconds)
         request = {"op": "load", "filename": self.filename, "module": self.module,
@@ -378,22 +403,8 @@ class WorkerSession:
         try:
             sock.settimeout(max(0.001, deadline - time.monotonic()))
             sock.sendall(wire.pack(header, buffers))
-
-            def read_exact(n: int) -> bytes:
-                chunks, got = [], 0
-                while got < n:
-                    left = deadline - time.monotonic()
-                    if left <= 0:
-                        raise socket.timeout
-                    sock.settimeout(left)
-                    b = sock.recv(min(n - got, 1 << 20))
-                    if not b:
-                        raise EOFError
-                    chunks.append(b)
-                    got += len(b)
-                return b"".join(chunks)
-
-            return wire.unpack(read_exact)
+            self.reader.deadline = deadline
+            return self.reader.message()
         except socket.timeout:
             info = self._stop()
             if info.get("vm_peak", 0) >= 0.9 * self.memory_bytes:

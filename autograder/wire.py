@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import json
 import math
+import socket
 import struct
+import time
 from typing import Any
 
 import numpy as np
@@ -225,6 +227,36 @@ def pack(header: dict, buffers: list[bytes]) -> bytes:
         parts.append(struct.pack("!Q", len(b)))
         parts.append(b)
     return b"".join(parts)
+
+
+class Reader:
+    """Reads whole messages from a socket with few system calls: it receives in large chunks
+    and serves the small reads of `unpack` (lengths, header, buffers) from what it holds.
+    With a `deadline` (time.monotonic()), a read not done by then raises socket.timeout."""
+
+    CHUNK = 1 << 18
+
+    def __init__(self, sock, deadline: float | None = None):
+        self.sock, self.deadline = sock, deadline
+        self._buf = bytearray()
+
+    def read_exact(self, n: int) -> bytes:
+        while len(self._buf) < n:
+            if self.deadline is not None:
+                left = self.deadline - time.monotonic()
+                if left <= 0:
+                    raise socket.timeout
+                self.sock.settimeout(left)
+            chunk = self.sock.recv(max(n - len(self._buf), self.CHUNK))
+            if not chunk:
+                raise EOFError
+            self._buf += chunk
+        out = bytes(self._buf[:n])
+        del self._buf[:n]
+        return out
+
+    def message(self) -> tuple[dict, list[bytes]]:
+        return unpack(self.read_exact)
 
 
 def unpack(read_exact) -> tuple[dict, list[bytes]]:

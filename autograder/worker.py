@@ -38,19 +38,10 @@ class CappedWriter(io.TextIOBase):
 class Channel:
     def __init__(self, sock: socket.socket):
         self.sock = sock
-
-    def read_exact(self, n: int) -> bytes:
-        chunks, got = [], 0
-        while got < n:
-            b = self.sock.recv(min(n - got, 1 << 20))
-            if not b:
-                raise EOFError
-            chunks.append(b)
-            got += len(b)
-        return b"".join(chunks)
+        self.reader = wire.Reader(sock)
 
     def recv(self) -> tuple[dict, list[bytes]]:
-        return wire.unpack(self.read_exact)
+        return self.reader.message()
 
     def send(self, header: dict, buffers: list[bytes] = ()) -> None:
         self.sock.sendall(wire.pack(header, list(buffers)))

@@ -1,10 +1,10 @@
 """The fork server: a process that has imported torch once and forks one worker per submission.
 
 It runs inside the sandbox (bubblewrap when available), holds nothing secret (no reference, no
-hidden cases, no grades, a scrubbed environment) and never runs student code itself. For each
-worker it forks a small supervisor that puts the worker in its own PID and mount namespaces when
-it can (so killing the worker kills everything it started, `setsid()` daemons included), or
-otherwise becomes a child subreaper and kills every orphan the worker leaves. The worker then
+hidden cases, no grades, a scrubbed environment) and never runs student code itself. Each worker
+gets its own PID and mount namespaces when this process may make them (so killing the worker
+kills everything it started, `setsid()` daemons included); otherwise this process is a child
+subreaper and kills every orphan a worker leaves. The worker then
 gets a fresh empty directory, resource limits and, when started as root, an unprivileged user
 with no supplementary groups, before any student code runs.
 """
@@ -39,14 +39,23 @@ def _check(ret: int, what: str) -> None:
         raise OSError(err, f"{what}: {os.strerror(err)}")
 
 
-def can_unshare_pid() -> bool:
-    """Try, in a throwaway child, whether this process may create PID and mount namespaces."""
+def _own_pid_namespace() -> int | None:
+    """An open handle on this process's PID namespace if workers can get namespaces of their
+    own: this process may make a new PID namespace for its next child and then return to its
+    own, and a child may make a mount namespace (for a private /proc). None otherwise."""
+    if os.geteuid() != 0:
+        return None
     pid = os.fork()
     if pid == 0:
-        ok = _libc.unshare(CLONE_NEWPID | CLONE_NEWNS) == 0
-        os._exit(0 if ok else 1)
+        os._exit(0 if _libc.unshare(CLONE_NEWPID | CLONE_NEWNS) == 0 else 1)
     _, status = os.waitpid(pid, 0)
-    return os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+    if not (os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0):
+        return None
+    fd = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
+    if _libc.unshare(CLONE_NEWPID) != 0 or _libc.setns(fd, CLONE_NEWPID) != 0:
+        os.close(fd)
+        return None
+    return fd
 
 
 def _set_limits(limits: dict, nproc: int) -> None:
@@ -114,25 +123,6 @@ def _become_worker(sock_fd: int, workdir: str, uid: int | None, limits: dict,
     main_from_fd(sock_fd, int(limits["output_bytes"]))
 
 
-def _kill_orphans() -> None:
-    """As a subreaper: kill and reap every descendant left behind, until none is left."""
-    me = os.getpid()
-    for _ in range(200):
-        children = procfs.children(me)
-        if not children:
-            return
-        for pid in children:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        for pid in children:
-            try:
-                os.waitpid(pid, 0)
-            except ChildProcessError:
-                pass
-
-
 def _kill_uid(uid: int) -> None:
     """Kill every process of the worker's user (as that user: kill(-1) reaches exactly those)."""
     pid = os.fork()
@@ -152,67 +142,47 @@ def _kill_uid(uid: int) -> None:
     os.waitpid(pid, 0)
 
 
-def _supervise(sock_fd: int, report_fd: int, uid: int | None, limits: dict,
-               use_pidns: bool) -> None:
-    """The per-worker supervisor (never runs student code)."""
-    if use_pidns:
-        _check(_libc.unshare(CLONE_NEWPID | CLONE_NEWNS), "unshare")
-    else:
-        _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-    workdir = tempfile.mkdtemp(prefix="submission-")
-    if uid is not None:
-        os.chown(workdir, uid, uid)
-    os.chmod(workdir, 0o700)
-    pid = os.fork()
-    if pid == 0:
-        try:
-            _become_worker(sock_fd, workdir, uid, limits, use_pidns)
-        finally:
-            os._exit(70)
-    os.close(sock_fd)
-    os.write(report_fd, json.dumps({"pid": pid}).encode() + b"\n")
-    _, status = os.waitpid(pid, 0)
-    # With its own PID namespace, the worker was that namespace's init: when it died the kernel
-    # killed everything left inside (and this process can no longer fork into it).
-    if not use_pidns:
-        _kill_orphans()
-        if uid is not None:
-            _kill_uid(uid)
-    shutil.rmtree(workdir, ignore_errors=True)
-    info = {"exit": os.WEXITSTATUS(status)} if os.WIFEXITED(status) else \
-        {"signal": os.WTERMSIG(status)}
-    os.write(report_fd, json.dumps(info).encode() + b"\n")
-    os._exit(0)
-
-
 class Zygote:
     def __init__(self, control: socket.socket):
         self.control = control
-        self.use_pidns = os.geteuid() == 0 and can_unshare_pid()
+        self.own_pidns = _own_pid_namespace()
+        self.use_pidns = self.own_pidns is not None
+        if not self.use_pidns:
+            # Orphans of a worker become this process's children, to be killed at its finish.
+            _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
         self.workers: dict[int, dict] = {}
 
     def reply(self, msg: dict) -> None:
         self.control.sendall(json.dumps(msg).encode() + b"\n")
 
     def spawn(self, req: dict, fd: int) -> None:
-        read_end, write_end = os.pipe()
-        pid = os.fork()
+        """Fork the worker: one fork of this large process, the costly part of a worker's start.
+        With PID namespaces the worker is the init of a new one (made just for this fork, then
+        this process's own is taken back), so when it dies the kernel kills all it started."""
+        uid, limits = req.get("uid"), req["limits"]
+        workdir = tempfile.mkdtemp(prefix="submission-")
+        if uid is not None:
+            os.chown(workdir, uid, uid)
+        os.chmod(workdir, 0o700)
+        if self.use_pidns:
+            _check(_libc.unshare(CLONE_NEWPID), "unshare")
+        pid = -1
+        try:
+            pid = os.fork()
+        finally:
+            if self.use_pidns and pid != 0:
+                _check(_libc.setns(self.own_pidns, CLONE_NEWPID), "setns")
         if pid == 0:
-            self.control.close()
-            os.close(read_end)
             try:
-                _supervise(fd, write_end, req.get("uid"), req["limits"], self.use_pidns)
-            except BaseException as exc:  # noqa: BLE001 - report, never unwind into the server
-                os.write(write_end, json.dumps({"supervisor_error": repr(exc)[:300]}).encode()
-                         + b"\n")
+                self.control.close()
+                if self.use_pidns:
+                    _check(_libc.unshare(CLONE_NEWNS), "unshare")
+                _become_worker(fd, workdir, uid, limits, self.use_pidns)
             finally:
-                os._exit(71)
+                os._exit(70)
         os.close(fd)
-        os.close(write_end)
-        stream = os.fdopen(read_end, "rb")
-        first = json.loads(stream.readline() or b"{}")
-        self.workers[req["id"]] = {"supervisor": pid, "pid": first.get("pid"), "stream": stream}
-        self.reply({"id": req["id"], "spawned": first.get("pid") is not None})
+        self.workers[req["id"]] = {"pid": pid, "uid": uid, "workdir": workdir}
+        self.reply({"id": req["id"], "spawned": True})
 
     def finish(self, req: dict) -> None:
         """Stop a worker (after a grace period) and report how it ended."""
@@ -220,25 +190,54 @@ class Zygote:
         if w is None:
             self.reply({"id": req["id"], "unknown": True})
             return
+        pid, status = w["pid"], None
         deadline = time.monotonic() + float(req.get("grace", 0))
-        while time.monotonic() < deadline:
-            if os.waitpid(w["supervisor"], os.WNOHANG)[0]:
-                w["reaped"] = True
+        while True:
+            done, st = os.waitpid(pid, os.WNOHANG)
+            if done:
+                status = st
+                break
+            if time.monotonic() >= deadline:
                 break
             time.sleep(0.002)
-        peak = procfs.memory(w["pid"], "VmPeak") if w["pid"] and not w.get("reaped") else None
-        if w["pid"] and not w.get("reaped"):
+        info: dict = {}
+        if status is None:
+            peak = procfs.memory(pid, "VmPeak")
+            if peak:
+                info["vm_peak"] = peak
             try:
-                os.kill(w["pid"], signal.SIGKILL)
+                os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-        info = json.loads(w["stream"].readline() or b"{}")
-        if peak:
-            info["vm_peak"] = peak
-        w["stream"].close()
-        if not w.get("reaped"):
-            os.waitpid(w["supervisor"], 0)
+            _, status = os.waitpid(pid, 0)
+        # With its own PID namespace, the worker was that namespace's init: when it died the
+        # kernel killed everything left inside.
+        if not self.use_pidns:
+            self._kill_orphans()
+            if w["uid"] is not None:
+                _kill_uid(w["uid"])
+        shutil.rmtree(w["workdir"], ignore_errors=True)
+        info.update({"exit": os.WEXITSTATUS(status)} if os.WIFEXITED(status) else
+                    {"signal": os.WTERMSIG(status)})
         self.reply({"id": req["id"], **info})
+
+    def _kill_orphans(self) -> None:
+        """As a subreaper: kill and reap every child that is not a running worker."""
+        keep = {w["pid"] for w in self.workers.values()}
+        for _ in range(200):
+            orphans = [p for p in procfs.children(os.getpid()) if p not in keep]
+            if not orphans:
+                return
+            for pid in orphans:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            for pid in orphans:
+                try:
+                    os.waitpid(pid, 0)
+                except ChildProcessError:
+                    pass
 
     def preload(self, req: dict) -> None:
         """Import the modules of some dotted names (library code only, never student code), so
