@@ -82,8 +82,7 @@ def grade_class(assignment: Assignment, students: list[Student], *, out: Path | 
                 jobs: int, sandbox_level: str, limits: Limits, progress: bool = True,
                 questions: list[str] | None = None, public_only: bool = False) -> list[Graded]:
     """Grade every student once (cached results reused); returns results in class order."""
-    from .grade import grade_submission
-    from .sandbox import Sandbox
+    from .sandbox import choose_level
 
     cache = ResultCache(out / ".cache") if out else None
     graded: list[Graded | None] = [None] * len(students)
@@ -123,6 +122,8 @@ def grade_class(assignment: Assignment, students: list[Student], *, out: Path | 
 
         bar = tqdm(total=len(todo), unit="sub", desc="grading", dynamic_ncols=True,
                    smoothing=0.1, disable=None)  # None: only on a terminal
+    if todo:
+        sandbox_level = choose_level(sandbox_level)   # refuse here, before any process starts
     grader = _Grader(assignment, sandbox_level, limits, questions, public_only, cache)
     try:
         for i, result in _grade_all(grader, [(i, students[i].file, key) for i, key in todo],
@@ -150,12 +151,16 @@ class _Grader:
             questions, public_only, cache, slot
         self.sandbox = None
 
-    def grade(self, file: Path, key: str | None) -> SubmissionResult:
-        from .grade import grade_submission
+    def start_sandbox(self) -> None:
         from .sandbox import Sandbox
 
         if self.sandbox is None:
-            self.sandbox = Sandbox(self.sandbox_level, slot=self.slot)
+            self.sandbox = Sandbox(self.sandbox_level, slot=self.slot, wait=False)
+
+    def grade(self, file: Path, key: str | None) -> SubmissionResult:
+        from .grade import grade_submission
+
+        self.start_sandbox()
         result = grade_submission(self.assignment, file, self.sandbox, self.limits,
                                   questions=self.questions, display_path=display(str(file)),
                                   include_hidden=not self.public_only)
@@ -188,16 +193,22 @@ def _grade_all(grader: _Grader, todo: list[tuple[int, Path, str | None]], jobs: 
     # pools is not safe); each takes the next sandbox slot (its own unprivileged uid).
     context = multiprocessing.get_context("spawn")
     slots = context.Value("i", 0)
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_start_process,
-                             initargs=(grader, slots)) as pool:
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_start_process,
+                               initargs=(grader, slots))
+    futures: dict = {}
+    finished = False
+    try:
         futures = {pool.submit(_grade_in_process, file, key): i for i, file, key in todo}
-        try:
-            for fut in as_completed(futures):
-                yield futures[fut], fut.result()
-        except BaseException:
+        for fut in as_completed(futures):
+            yield futures[fut], fut.result()
+        finished = True
+    finally:
+        if not finished:
+            # Interrupted: grade nothing more, and do not wait for the submissions being graded
+            # (their processes end with this one; the results so far are in the cache).
             for fut in futures:
                 fut.cancel()
-            raise
+        pool.shutdown(wait=finished, cancel_futures=True)
 
 
 _process_grader: _Grader | None = None
@@ -216,6 +227,12 @@ def _start_process(grader: _Grader, slots) -> None:
         grader.slot = slots.value
         slots.value += 1
     _process_grader = grader
+    # The fork server imports torch while this process does the same for the comparisons.
+    try:
+        grader.start_sandbox()
+    except Exception:  # noqa: BLE001 - raised again by the first grade, in the main process
+        pass
+    from . import grade  # noqa: F401
     multiprocessing.util.Finalize(None, grader.close, exitpriority=10)
 
 

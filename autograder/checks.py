@@ -8,6 +8,7 @@ and a message for hidden cases, which says what kind of check failed but never t
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -202,6 +203,31 @@ def compare_tensor(expected: torch.Tensor | np.ndarray, got: torch.Tensor | np.n
                           large_inputs=large_inputs)
 
 
+# Outcomes are compared many times over (the reference's against every submission's, each
+# candidate mistake's against the student's), so a tensor's float64 copy is made once and
+# remembered while the tensor is unchanged (same object, same version counter). NumPy's
+# operations on small arrays cost far less than torch's.
+_copies: dict[tuple, tuple] = {}
+_copies_lock = threading.Lock()
+_MAX_COPIES = 8192
+
+
+def finite_float64(t: torch.Tensor) -> np.ndarray | None:
+    """A float64 NumPy copy of a floating-point tensor; None if it holds a NaN or infinity."""
+    key = (id(t), t._version)
+    with _copies_lock:
+        hit = _copies.get(key)
+    if hit is not None and hit[0] is t:
+        return hit[1]
+    x = torch.Tensor.detach(t).double().numpy()
+    value = x if np.isfinite(x).all() else None
+    with _copies_lock:
+        if len(_copies) >= _MAX_COPIES:
+            _copies.pop(next(iter(_copies)))
+        _copies[key] = (t, value)     # the tensor is kept, so its id is not reused
+    return value
+
+
 def compare_values(expected: torch.Tensor, got: torch.Tensor, what: str, *,
                    tolerance: dict | None = None, large_inputs: bool = False) -> list[Problem]:
     if expected.dtype == torch.bool or not expected.is_floating_point():
@@ -215,6 +241,11 @@ def compare_values(expected: torch.Tensor, got: torch.Tensor, what: str, *,
         return [Problem("values", pub, f"{what} differs from the reference at {n} of "
                                        f"{expected.numel()} positions")]
     rtol, atol = tolerance_for(expected.dtype, tolerance)
+    if expected.numel():
+        xe, xg = finite_float64(expected), finite_float64(got)
+        if xe is not None and xg is not None and bool(
+                (np.abs(xg - xe) <= atol + rtol * np.abs(xe)).all()):
+            return []   # the common case, all close: no message to build
     e64, g64 = expected.double(), got.double()
     bad_got = ~torch.isfinite(g64) & torch.isfinite(e64)
     if bool(bad_got.any()):

@@ -66,6 +66,11 @@ def cmd_grade(args) -> int:
     except SandboxError as e:
         print(f"autograder: {e}", file=sys.stderr)
         return 3
+    except KeyboardInterrupt:
+        kept = f"; the results so far are kept in {out / '.cache'}: run the same command " \
+               "again to go on" if out else ""
+        print(f"\nautograder: interrupted{kept}", file=sys.stderr)
+        return 130
     results = [g.result for g in graded]
     qids = [q.id for q in assignment.questions if not args.question or q.id in args.question]
     print(summary_table(results, qids))

@@ -36,7 +36,7 @@ import numpy as np
 import torch
 
 from .assignment import Assignment, AssignmentError, _resolve
-from .checks import tolerance_for
+from .checks import finite_float64, tolerance_for
 from .execute import iter_leaves, path_key, run_call
 from .protocol import roundtrip_outcome
 from .fingerprint import call_digest
@@ -243,7 +243,7 @@ def _tensor_distance(a: torch.Tensor, b: torch.Tensor, tolerance: dict | None) -
         return 0.0 if bool(torch.equal(a, b)) else INF
     if a.numel() == 0:
         return 0.0
-    xa, xb = _float64(a), _float64(b)
+    xa, xb = finite_float64(a), finite_float64(b)
     rtol, atol = tolerance_for(a.dtype, tolerance)
     if xa is not None and xb is not None and atol > 0:
         # The common case, both finite: in NumPy, whose small-array operations cost far less
@@ -258,29 +258,6 @@ def _tensor_distance(a: torch.Tensor, b: torch.Tensor, tolerance: dict | None) -
             return INF
         ratio = ratio.masked_fill(undefined, 0.0)
     return float(ratio.max())
-
-
-# Outcomes are compared many times over (each candidate mistake against the student's), so each
-# tensor's float64 copy is made once and remembered while the tensor is unchanged (same object,
-# same version counter).
-_copies: dict[tuple, tuple] = {}
-_MAX_COPIES = 8192
-
-
-def _float64(t: torch.Tensor) -> np.ndarray | None:
-    """A float64 NumPy copy of a floating-point tensor; None if it holds a NaN or infinity."""
-    key = (id(t), t._version)
-    with _lock:
-        hit = _copies.get(key)
-    if hit is not None and hit[0] is t:
-        return hit[1]
-    x = torch.Tensor.detach(t).double().numpy()
-    value = x if np.isfinite(x).all() else None
-    with _lock:
-        if len(_copies) >= _MAX_COPIES:
-            _copies.pop(next(iter(_copies)))
-        _copies[key] = (t, value)     # the tensor is kept, so its id is not reused
-    return value
 
 
 def _value_distance(a: Any, b: Any, tolerance: dict | None, limit: float = INF) -> float:

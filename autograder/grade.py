@@ -20,7 +20,8 @@ from .execute import describe_error, install_tripwires
 from .limits import Limits
 from .results import SubmissionResult
 from .runner import QuestionStopped, failed_everywhere, grade_functions, tripwire_names
-from .sandbox import Sandbox, WorkerSession, WorkerStopped
+from .sandbox import Sandbox
+from .session import WorkerSession, WorkerStopped
 from .submissions import Submission, UnreadableSubmission, read_submission
 
 

@@ -13,6 +13,7 @@ import json
 import math
 import socket
 import struct
+import threading
 import time
 from typing import Any
 
@@ -47,10 +48,47 @@ def torch_dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).replace("torch.", "")
 
 
-def encode(value: Any, buffers: list[bytes] | None, depth: int = 0) -> dict:
+class TensorMemo:
+    """Encoded tensors remembered while unchanged (same object, same version counter): the
+    grader sends every submission the same input tensors. Holds the tensors it remembers."""
+
+    def __init__(self, size: int = 2048):
+        self.size = size
+        self._items: dict[int, tuple] = {}
+        self._lock = threading.Lock()
+
+    def get(self, t: torch.Tensor) -> tuple[dict, bytes] | None:
+        with self._lock:
+            hit = self._items.get(id(t))
+        if hit is not None and hit[0] is t and hit[1] == t._version \
+                and hit[2].get("requires_grad", t.requires_grad) == t.requires_grad:
+            return hit[2], hit[3]
+        return None
+
+    def put(self, t: torch.Tensor, node: dict, data: bytes) -> None:
+        with self._lock:
+            if len(self._items) >= self.size:
+                self._items.pop(next(iter(self._items)))
+            self._items[id(t)] = (t, t._version, node, data)
+
+
+def encode(value: Any, buffers: list[bytes] | None, depth: int = 0,
+           memo: TensorMemo | None = None) -> dict:
     """Encode `value` into a tree; arrays go to `buffers` (or inline if `buffers` is None)."""
     if depth > MAX_DEPTH:
         return {"t": "other", "type": "deeply nested value"}
+    if isinstance(value, torch.Tensor) and memo is not None and buffers is not None:
+        hit = memo.get(value)
+        if hit is None:
+            mine: list[bytes] = []
+            node = encode(value, mine, depth)
+            hit = ({k: v for k, v in node.items() if k != "buf"}, mine[0] if mine else None)
+            memo.put(value, *hit)
+        node, data = hit
+        if data is None:
+            return dict(node)
+        buffers.append(data)
+        return {**node, "buf": len(buffers) - 1}
     if isinstance(value, torch.Tensor):
         t = torch.Tensor.detach(value)
         dtype = t.dtype
@@ -92,11 +130,11 @@ def encode(value: Any, buffers: list[bytes] | None, depth: int = 0) -> dict:
     if isinstance(value, (tuple, list)):
         kind = "tuple" if isinstance(value, tuple) else "list"
         items = list(value)[:MAX_ITEMS]
-        return {"t": kind, "items": [encode(v, buffers, depth + 1) for v in items]}
+        return {"t": kind, "items": [encode(v, buffers, depth + 1, memo) for v in items]}
     if isinstance(value, dict):
         items = {}
         for k, v in list(value.items())[:MAX_ITEMS]:
-            items[str(k)[:MAX_STR]] = encode(v, buffers, depth + 1)
+            items[str(k)[:MAX_STR]] = encode(v, buffers, depth + 1, memo)
         return {"t": "dict", "items": items}
     return {"t": "other", "type": type(value).__name__[:MAX_STR]}
 
