@@ -469,9 +469,11 @@ class Question:
         # Kept for naming a known mistake later (autograder.diagnose), in this trusted process.
         record = diagnose.CheckRecord(self.assignment, self.name, fn_name, args, kwargs, exp, got,
                                       seed, grad, large_inputs, self.tolerance)
+        numpy_inputs = _has_numpy((args, kwargs))
         try:
-            self._raise_for_status(fn_name, got, _has_numpy((args, kwargs)))
-            problems = self._compare(exp, got, labels, props, (args, kwargs), large_inputs)
+            self._raise_for_status(fn_name, got, numpy_inputs)
+            problems = self._compare(exp, got, labels, props, (args, kwargs), large_inputs,
+                                     numpy_inputs)
             if problems:
                 raise CheckFailed(problems)
         except CheckFailed as e:
@@ -608,14 +610,14 @@ class Question:
                           status="error")
 
     def _compare(self, exp: dict, got: dict, labels: Labels, props, inputs,
-                 large_inputs: bool) -> list[Problem]:
+                 large_inputs: bool, numpy_inputs: bool) -> list[Problem]:
         what = f"the output of {labels.function}"
         expected, output = exp["output"], got["output"]
         problems = checks.compare_structure(expected, output, what)
         if problems:
             return problems
         problems = checks.compare_mutation(got["mutated"], labels,
-                                           "arrays" if _has_numpy(inputs) else "tensors")
+                                           "arrays" if numpy_inputs else "tensors")
         if problems:
             return problems
         for path, e in iter_arrays(expected):

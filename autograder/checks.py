@@ -216,9 +216,10 @@ def finite_float64(t: torch.Tensor) -> np.ndarray | None:
     """A float64 NumPy copy of a floating-point tensor; None if it holds a NaN or infinity."""
     key = (id(t), t._version)
     with _copies_lock:
-        hit = _copies.get(key)
-    if hit is not None and hit[0] is t:
-        return hit[1]
+        hit = _copies.pop(key, None)
+        if hit is not None and hit[0] is t:
+            _copies[key] = hit    # most recently used last: the reference's copies stay
+            return hit[1]
     x = torch.Tensor.detach(t).double().numpy()
     value = x if np.isfinite(x).all() else None
     with _copies_lock:

@@ -5,6 +5,7 @@ import argparse
 import json
 import os
 import sys
+import threading
 from pathlib import Path
 
 from .assignment import ASSIGNMENTS_DIR, AssignmentError, load_assignment
@@ -42,6 +43,19 @@ def cmd_check(args) -> int:
     return 0 if passed else 1
 
 
+def _import_quietly(*names: str) -> None:
+    import importlib
+
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        for name in names:
+            importlib.import_module(name)
+    except ImportError:
+        pass   # the report says so when it needs them
+
+
 def cmd_grade(args) -> int:
     from .batch import grade_class, sandbox_description
     from .classlist import discover
@@ -59,6 +73,10 @@ def cmd_grade(args) -> int:
         print("autograder: no submissions found", file=sys.stderr)
         return 2
     out = Path(args.out) if args.out else None
+    if out is not None:
+        # The reports' libraries load while the grading processes work (this one waits).
+        threading.Thread(target=_import_quietly, args=("matplotlib.pyplot", "jinja2"),
+                         daemon=True).start()
     try:
         graded = grade_class(assignment, students, out=out, jobs=args.jobs or os.cpu_count() or 1,
                              sandbox_level=args.sandbox, limits=limits,

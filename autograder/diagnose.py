@@ -37,6 +37,7 @@ import torch
 
 from .assignment import Assignment, AssignmentError, _resolve
 from .checks import finite_float64, tolerance_for
+from .results import diagnoses, mistake_counts  # noqa: F401 - part of this module's API
 from .execute import iter_leaves, path_key, run_call
 from .protocol import roundtrip_outcome
 from .fingerprint import call_digest
@@ -322,7 +323,8 @@ def _grad_distance(a: dict, b: dict, tolerance: dict | None, limit: float = INF)
     return worst
 
 
-def distance(a: dict, b: dict, tolerance: dict | None = None, limit: float = INF) -> float:
+def distance(a: dict, b: dict, tolerance: dict | None = None, limit: float = INF,
+             grads: bool = True) -> float:
     """How far outcome `b` is from the trusted outcome `a` of the same call, in tolerances:
     the worst over output and gradients; inf when they differ in kind (structure, shape, dtype,
     NaN or infinities, changed inputs, forbidden calls, the error raised). Stops early, with
@@ -338,7 +340,9 @@ def distance(a: dict, b: dict, tolerance: dict | None = None, limit: float = INF
     if bool(a.get("forbidden")) != bool(b.get("forbidden")):
         return INF
     d = _value_distance(a.get("output"), b.get("output"), tolerance, limit)
-    return d if d > limit else max(d, _grad_distance(a, b, tolerance, limit))
+    if d > limit or not grads:
+        return d
+    return max(d, _grad_distance(a, b, tolerance, limit))
 
 
 def outcomes_match(a: dict, b: dict, tolerance: dict | None = None) -> bool:
@@ -347,7 +351,7 @@ def outcomes_match(a: dict, b: dict, tolerance: dict | None = None) -> bool:
 
 
 def explains(variant: dict, got: dict, reference: dict, tolerance: dict | None = None,
-             far: float | None = None) -> bool:
+             far: float | None = None, grads: bool = True) -> bool:
     """Does the variant's outcome account for the student's, far better than the reference?
 
     `far` is the reference's distance to the student's outcome, if already known. When it is
@@ -356,7 +360,7 @@ def explains(variant: dict, got: dict, reference: dict, tolerance: dict | None =
     if far is None:
         far = distance(reference, got, tolerance)
     limit = max(1.0, CLOSER * far) if far < INF else 1.0
-    return distance(variant, got, tolerance, limit) <= limit
+    return distance(variant, got, tolerance, limit, grads) <= limit
 
 
 # Symptoms: predicates on the evidence, for `when=` in a catalogue. Generic, not tied to any
@@ -589,8 +593,12 @@ class _Runner:
                 module = self._modules.setdefault(key, module)
         return module
 
-    def outcome(self, mistake: Mistake, index: int, record: CheckRecord) -> dict | None:
-        key = (self.path, id(self.catalogue), mistake.id, index, record.key)
+    def outcome(self, mistake: Mistake, index: int, record: CheckRecord,
+                grads: bool = True) -> dict | None:
+        """The variant's outcome on the record's inputs (with gradients if the check asked
+        for them and `grads`); computed once per grading process."""
+        grads = grads and record.want_grad
+        key = (self.path, id(self.catalogue), mistake.id, index, record.key, grads)
         with _lock:
             cached = self._outcomes.get(key)
         if cached is None:
@@ -598,7 +606,7 @@ class _Runner:
             if fn is None:
                 return None
             raw = run_call(fn, record.args, record.kwargs,
-                           upstream=record.expected.get("upstream"), want_grad=record.want_grad)
+                           upstream=record.expected.get("upstream"), want_grad=grads)
             cached = roundtrip_outcome(raw)
             if cached["status"] != "ok":
                 err = cached.get("error") or {}
@@ -608,16 +616,31 @@ class _Runner:
                 cached = self._outcomes.setdefault(key, cached)
         return cached
 
+    def explains(self, mistake: Mistake, index: int, record: CheckRecord) -> bool:
+        """Does the variant account for the student's outcome of this check? Its gradients
+        (a backward pass, most of a variant's cost) are computed only for a variant whose
+        output already does."""
+        out = self.outcome(mistake, index, record, grads=False)
+        if out is None:
+            return False
+        # Without gradients, inputs do not require grad: an in-place change that fails with
+        # them succeeds without. A different status says nothing yet; the full run decides.
+        if not (record.want_grad and out["status"] != record.got.get("status")):
+            if not explains(out, record.got, record.expected, record.tolerance, record.far,
+                            grads=False):
+                return False
+            if not record.want_grad:
+                return True
+        out = self.outcome(mistake, index, record)
+        return out is not None and explains(out, record.got, record.expected, record.tolerance,
+                                            record.far)
+
     def consistent(self, mistake: Mistake, index: int,
                    passed: dict[str, list[CheckRecord]]) -> bool:
         """The variant agrees with every check the student passed on a function it replaces."""
-        for function in mistake.alternatives[index]:
-            for record in passed.get(function, []):
-                out = self.outcome(mistake, index, record)
-                if out is None or not explains(out, record.got, record.expected,
-                                               record.tolerance, record.far):
-                    return False
-        return True
+        return all(self.explains(mistake, index, record)
+                   for function in mistake.alternatives[index]
+                   for record in passed.get(function, []))
 
 
 def _holds(predicate: Predicate, ev: Evidence) -> bool:
@@ -643,8 +666,7 @@ def find_matches(runner: _Runner, record: CheckRecord,
             continue
         if m.alternatives:
             if not any(runner.affects(alt, record.function)
-                       and (out := runner.outcome(m, i, record)) is not None
-                       and explains(out, got, record.expected, record.tolerance, record.far)
+                       and runner.explains(m, i, record)
                        and runner.consistent(m, i, passed)
                        for i, alt in enumerate(m.alternatives)):
                 continue
@@ -720,40 +742,6 @@ def note_check(record: CheckRecord, passed: bool, case: Any = None) -> None:
 
 
 # ------------------------------------------------------------------ class-level figures
-
-def _case_diagnoses(result: Any) -> Iterable[tuple[str, list[str]]]:
-    """(question id, mistake ids of one case) for a SubmissionResult or its JSON form."""
-    questions = result.get("questions", {}) if isinstance(result, dict) else result.questions
-    for qid, q in questions.items():
-        cases = q.get("cases", []) if isinstance(q, dict) else q.cases
-        for c in cases:
-            ids = c.get("diagnosis") if isinstance(c, dict) else getattr(c, "diagnosis", None)
-            yield qid, list(ids or [])
-
-
-def diagnoses(result: Any) -> set[str]:
-    """Every mistake id named anywhere in one submission's feedback."""
-    return {m for _, ids in _case_diagnoses(result) for m in ids}
-
-
-def mistake_counts(results: Iterable[Any]) -> dict[str, dict[str, int]]:
-    """{question: {mistake id: number of submissions whose feedback on it names the mistake}}.
-
-    Accepts SubmissionResult objects or their JSON form. Mistakes are sorted by count, largest
-    first; questions without a named mistake are left out.
-    """
-    counts: dict[str, dict[str, int]] = {}
-    for r in results:
-        seen: dict[str, set[str]] = {}
-        for qid, ids in _case_diagnoses(r):
-            seen.setdefault(qid, set()).update(ids)
-        for qid, ids in seen.items():
-            for m in ids:
-                per = counts.setdefault(qid, {})
-                per[m] = per.get(m, 0) + 1
-    return {q: dict(sorted(per.items(), key=lambda kv: (-kv[1], kv[0])))
-            for q, per in counts.items()}
-
 
 # ------------------------------------------------------------------ measuring it on a corpus
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from typing import Any, Iterable
 
 CASE_STATUSES = ("passed", "failed", "not_attempted", "error", "timeout", "memory", "forbidden")
 # Question statuses, as reports show them.
@@ -129,3 +130,39 @@ def submission_from_json(data: dict) -> SubmissionResult:
     return SubmissionResult(data["path"], questions, error=data.get("error"),
                             sandbox=data.get("sandbox"), seconds=data.get("seconds", 0.0),
                             student=data.get("student"), notes=list(data.get("notes", [])))
+
+
+# ------------------------------------------------------------------ named mistakes
+
+def _case_diagnoses(result: Any) -> Iterable[tuple[str, list[str]]]:
+    """(question id, mistake ids of one case) for a SubmissionResult or its JSON form."""
+    questions = result.get("questions", {}) if isinstance(result, dict) else result.questions
+    for qid, q in questions.items():
+        cases = q.get("cases", []) if isinstance(q, dict) else q.cases
+        for c in cases:
+            ids = c.get("diagnosis") if isinstance(c, dict) else getattr(c, "diagnosis", None)
+            yield qid, list(ids or [])
+
+
+def diagnoses(result: Any) -> set[str]:
+    """Every mistake id named anywhere in one submission's feedback."""
+    return {m for _, ids in _case_diagnoses(result) for m in ids}
+
+
+def mistake_counts(results: Iterable[Any]) -> dict[str, dict[str, int]]:
+    """{question: {mistake id: number of submissions whose feedback on it names the mistake}}.
+
+    Accepts SubmissionResult objects or their JSON form. Mistakes are sorted by count, largest
+    first; questions without a named mistake are left out.
+    """
+    counts: dict[str, dict[str, int]] = {}
+    for r in results:
+        seen: dict[str, set[str]] = {}
+        for qid, ids in _case_diagnoses(r):
+            seen.setdefault(qid, set()).update(ids)
+        for qid, ids in seen.items():
+            for m in ids:
+                per = counts.setdefault(qid, {})
+                per[m] = per.get(m, 0) + 1
+    return {q: dict(sorted(per.items(), key=lambda kv: (-kv[1], kv[0])))
+            for q, per in counts.items()}

@@ -194,6 +194,7 @@ class Sandbox:
         self._preloaded: set[str] = set()
         self._zygote_pid: int | None = None
         self._ready = False
+        self._unanswered = 0     # finish requests whose answers nobody waits for
         if self.level == "namespaces" and not self.root:
             self.description = LEVEL_DESCRIPTIONS["namespaces-userns"]
         else:
@@ -246,7 +247,7 @@ class Sandbox:
                    "output_bytes": limits.output_kb * 1024}}
         socket.send_fds(self.control, [json.dumps(req).encode() + b"\n"], [theirs.fileno()])
         theirs.close()
-        reply = self._read_reply(timeout=30)
+        reply = self._reply(timeout=30)
         if not reply.get("spawned"):
             ours.close()
             raise SandboxError("the fork server could not start a worker")
@@ -260,7 +261,7 @@ class Sandbox:
             return
         self.wait_ready()
         self.control.sendall(json.dumps({"op": "preload", "names": todo}).encode() + b"\n")
-        self._read_reply(timeout=120)
+        self._reply(timeout=120)
         self._preloaded.update(todo)
 
     def _memory_bytes(self, limits: Limits) -> int:
@@ -270,12 +271,29 @@ class Sandbox:
         size = procfs.memory(self._zygote_pid, "VmSize") if self._zygote_pid else None
         return (size or 2 * 2**30) + limits.memory_mb * 2**20
 
-    def finish(self, wid: int, grace: float = 0.0) -> dict:
+    def finish(self, wid: int, grace: float = 0.0, wait: bool = True) -> dict:
+        """Stop a worker; with `wait`, return how it ended (exit code or signal, peak memory).
+        Without, the fork server's answer is read (and dropped) before the next one."""
         self.control.sendall(json.dumps({"op": "finish", "id": wid, "grace": grace}).encode()
                              + b"\n")
-        return self._read_reply(timeout=60)
+        if not wait:
+            self._unanswered += 1
+            return {}
+        return self._reply(timeout=60)
+
+    def _reply(self, timeout: float) -> dict:
+        while self._unanswered:
+            self._read_reply(timeout=60)
+            self._unanswered -= 1
+        return self._read_reply(timeout)
 
     def close(self) -> None:
+        try:
+            while self._unanswered:   # let the last workers' ends be answered first
+                self._read_reply(timeout=10)
+                self._unanswered -= 1
+        except (SandboxError, OSError, ValueError):
+            pass
         try:
             self.control.close()
         finally:

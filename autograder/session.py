@@ -92,18 +92,19 @@ class WorkerSession:
         error = decode_outcome({"status": "error", "error": reply.get("error")}, [])["error"]
         return LoadResult(False, {}, status, error)
 
-    def _stop(self, grace: float = 0.0) -> dict:
+    def _stop(self, grace: float = 0.0, wait: bool = True) -> dict:
         info = {}
         if self.sock is not None:
             self.sock.close()
             self.sock = None
         if self.wid is not None:
-            info = self.sandbox.finish(self.wid, grace)
+            info = self.sandbox.finish(self.wid, grace, wait)
             self.wid = None
         return info
 
     def close(self) -> None:
-        self._stop(grace=0.2)
+        # Every answer is in: the worker is killed at once, and how it ended is of no interest.
+        self._stop(wait=False)
 
     # -- calls
     def call(self, fn: str, args: tuple, kwargs: dict, *, upstream: Any, want_grad: bool,
