@@ -182,3 +182,105 @@ def test_gradescope_export_layout(tmp_path):
     assert rows["Ada Lovelace"]["score"] == 35
     assert rows["Alan Turing & Grace Hopper"]["questions"]["block"]["status"] != "passed"
     assert rows["Empty Upload"]["score"] == 0 and rows["Empty Upload"]["error"]
+
+
+def _loop_class(tmp_path: Path) -> Path:
+    cls = tmp_path / "class"
+    cls.mkdir()
+    for f in sorted((SUBMISSIONS / "wrong").glob("*.py"))[:10]:
+        shutil.copy(f, cls / f.name)
+    # Ten seconds of time limit: long enough to be caught mid-run.
+    shutil.copy(SUBMISSIONS / "hostile" / "infinite_loop_softmax.py", cls / "zz_loop.py")
+    return cls
+
+
+def _start_grading(cls: Path, out: Path) -> subprocess.Popen:
+    # SIGINT back to its default, so the grader turns it into KeyboardInterrupt like at a
+    # terminal (a shell may have started this test run with it ignored).
+    return subprocess.Popen([sys.executable, "-m", "autograder", "grade", "-a", "attention",
+                             str(cls), "--out", str(out), "--jobs", "2"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+
+
+def _wait_for_cached(out: Path, n: int, proc: subprocess.Popen) -> None:
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and proc.poll() is None:
+        if (out / ".cache").is_dir() and len(list((out / ".cache").glob("*.json"))) >= n:
+            return
+        time.sleep(0.05)
+    raise AssertionError("the grader did not cache results in time")
+
+
+def _descendants(pid: int) -> list[int]:
+    from autograder.procfs import descendants
+
+    return descendants(pid)
+
+
+def _all_gone(pids: list[int], seconds: float = 10) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not any(Path(f"/proc/{p}").exists() and "Z" not in _state(p) for p in pids):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return "Z"
+
+
+@pytest.fixture(scope="module")
+def clean_loop_run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("loopclass")
+    cls = _loop_class(root)
+    out = root / "clean"
+    assert run_cli("grade", "-a", "attention", str(cls), "--out", str(out),
+                   timeout=900).returncode == 0
+    return cls, _snapshot(out)
+
+
+def test_ctrl_c_stops_a_parallel_run_at_once_and_a_rerun_finishes_it(clean_loop_run, tmp_path):
+    cls, clean = clean_loop_run
+    out = tmp_path / "out"
+    proc = _start_grading(cls, out)
+    _wait_for_cached(out, 2, proc)
+    helpers = _descendants(proc.pid)      # grading processes, fork servers, workers
+    assert helpers
+    start = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err[-2000:]
+    assert time.monotonic() - start < 8      # does not wait for the 10 s loop to time out
+    assert "interrupted" in err and "run the same command again" in err
+    assert "Traceback" not in err
+    assert _all_gone(helpers), "grading processes outlived an interrupted grader"
+    assert not (out / "grades.json").exists()
+
+    r = run_cli("grade", "-a", "attention", str(cls), "--out", str(out), timeout=900)
+    assert r.returncode == 0
+    assert _snapshot(out) == clean
+
+
+def test_grading_processes_die_with_a_killed_grader(clean_loop_run, tmp_path):
+    cls, clean = clean_loop_run
+    out = tmp_path / "out"
+    proc = _start_grading(cls, out)
+    _wait_for_cached(out, 2, proc)
+    helpers = _descendants(proc.pid)
+    os.kill(proc.pid, signal.SIGKILL)     # the grader alone, not its process group
+    proc.communicate()
+    assert _all_gone(helpers), "grading processes outlived a killed grader"
+    cached = len(list((out / ".cache").glob("*.json")))
+    time.sleep(1)
+    assert len(list((out / ".cache").glob("*.json"))) == cached   # nobody goes on writing
+
+    r = run_cli("grade", "-a", "attention", str(cls), "--out", str(out), timeout=900)
+    assert r.returncode == 0
+    assert f"{cached} of 11 submissions unchanged" in r.stdout
+    assert _snapshot(out) == clean
