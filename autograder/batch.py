@@ -11,6 +11,7 @@ import functools
 import hashlib
 import json
 import os
+import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -187,20 +188,50 @@ def _grade_all(grader: _Grader, todo: list[tuple[int, Path, str | None]], jobs: 
             grader.close()
         return
     import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
 
     # "spawn": a fresh interpreter per grading process (forking one that holds torch's thread
     # pools is not safe); each takes the next sandbox slot (its own unprivileged uid).
     context = multiprocessing.get_context("spawn")
     slots = context.Value("i", 0)
+    pending = {i: (file, key) for i, file, key in todo}
+    for _ in range(MAX_POOL_STARTS):
+        yield from _grade_in_pool(grader, pending, jobs, context, slots)
+        if not pending:
+            return
+    # Grading processes keep dying (the machine's out-of-memory killer, say): go on in this one.
+    try:
+        for i, (file, key) in list(pending.items()):
+            yield i, grader.grade(file, key)
+    finally:
+        grader.close()
+
+
+MAX_POOL_STARTS = 3
+
+
+def _grade_in_pool(grader: _Grader, pending: dict, jobs: int, context, slots):
+    """Grade `pending` ({index: (file, key)}) in a pool of grading processes, removing each
+    as it is yielded. Returns early, leaving the rest pending, if a grading process dies."""
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures.process import BrokenProcessPool
+
     pool = ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_start_process,
                                initargs=(grader, slots))
     futures: dict = {}
-    finished = False
+    finished = broken = False
     try:
-        futures = {pool.submit(_grade_in_process, file, key): i for i, file, key in todo}
+        futures = {pool.submit(_grade_in_process, file, key): i
+                   for i, (file, key) in pending.items()}
         for fut in as_completed(futures):
-            yield futures[fut], fut.result()
+            try:
+                result = fut.result()
+            except BrokenProcessPool:
+                broken = True
+                print("autograder: a grading process stopped unexpectedly; the submissions it "
+                      "had not finished are graded again", file=sys.stderr)
+                return
+            pending.pop(futures[fut])
+            yield futures[fut], result
         finished = True
     finally:
         if not finished:
@@ -208,7 +239,7 @@ def _grade_all(grader: _Grader, todo: list[tuple[int, Path, str | None]], jobs: 
             # (their processes end with this one; the results so far are in the cache).
             for fut in futures:
                 fut.cancel()
-        pool.shutdown(wait=finished, cancel_futures=True)
+        pool.shutdown(wait=finished or broken, cancel_futures=True)
 
 
 _process_grader: _Grader | None = None

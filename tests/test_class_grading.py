@@ -284,3 +284,20 @@ def test_grading_processes_die_with_a_killed_grader(clean_loop_run, tmp_path):
     assert r.returncode == 0
     assert f"{cached} of 11 submissions unchanged" in r.stdout
     assert _snapshot(out) == clean
+
+
+def test_a_grading_process_that_dies_costs_no_result(clean_loop_run, tmp_path):
+    cls, clean = clean_loop_run
+    out = tmp_path / "out"
+    proc = _start_grading(cls, out)
+    _wait_for_cached(out, 2, proc)
+    from autograder.procfs import children
+
+    graders = [p for p in children(proc.pid)
+               if b"spawn_main" in Path(f"/proc/{p}/cmdline").read_bytes()]
+    assert graders
+    os.kill(graders[0], signal.SIGKILL)   # as the kernel's out-of-memory killer would
+    _, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err[-2000:]
+    assert "a grading process stopped unexpectedly" in err
+    assert _snapshot(out) == clean
