@@ -32,6 +32,9 @@ _TORCH_TO_NUMPY = {
     torch.complex128: "complex128",
 }
 _NUMPY_TO_TORCH = {v: k for k, v in _TORCH_TO_NUMPY.items()}
+# NumPy builds `dtype.name` anew at each access; these are looked up.
+_DTYPE_NAMES = {np.dtype(n): n for n in _NUMPY_DTYPES}
+_DTYPES = {n: np.dtype(n) for n in _NUMPY_DTYPES}
 
 MAX_DEPTH = 8
 MAX_ITEMS = 64
@@ -140,7 +143,10 @@ def encode(value: Any, buffers: list[bytes] | None, depth: int = 0,
 
 
 def _array_node(arr: np.ndarray, buffers: list[bytes] | None) -> dict:
-    node: dict[str, Any] = {"dtype": arr.dtype.name, "shape": [int(s) for s in arr.shape]}
+    if not arr.dtype.isnative:   # bytes travel in this machine's order, as decode reads them
+        arr = arr.astype(arr.dtype.newbyteorder("="))
+    node: dict[str, Any] = {"dtype": _DTYPE_NAMES.get(arr.dtype) or arr.dtype.name,
+                            "shape": [int(s) for s in arr.shape]}
     if buffers is None:
         data = arr.astype(np.complex128 if arr.dtype.kind == "c" else arr.dtype)
         node["data"] = _to_json_list(data)
@@ -216,7 +222,7 @@ def _decode_array(node: dict, buffers: list[bytes] | None) -> np.ndarray:
     if (not isinstance(shape, list) or len(shape) > MAX_NDIM
             or not all(isinstance(s, int) and 0 <= s <= MAX_ARRAY_BYTES for s in shape)):
         raise WireError("array with a malformed shape")
-    dtype = np.dtype(dtype_name)
+    dtype = _DTYPES[dtype_name]
     count = math.prod(shape)
     if count * dtype.itemsize > MAX_ARRAY_BYTES:
         raise WireError("array larger than the size limit")

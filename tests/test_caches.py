@@ -88,3 +88,4 @@ def test_changes_in_place_are_found_bit_for_bit_nan_included():
     assert run_call(bump, (torch.tensor([1.0, 2.0]),), {})["mutated"] == ["0/0"]
     assert run_call(bump, (torch.tensor([1.0, 2.0], dtype=torch.float64),), {})["mutated"] \
         == ["0/0"]
+

@@ -194,3 +194,10 @@ def test_unpack_checks_sizes_before_reading():
 
     with pytest.raises(wire.WireError):
         wire.unpack(read)
+
+
+def test_arrays_in_the_other_byte_order_keep_their_values():
+    a = np.arange(4, dtype=">f8") / 3
+    buffers: list[bytes] = []
+    back = wire.decode(wire.encode(a, buffers), buffers)
+    assert back.dtype == np.float64 and np.array_equal(back, a)

@@ -245,11 +245,17 @@ def clean_loop_run(tmp_path_factory):
     return cls, _snapshot(out)
 
 
-def test_ctrl_c_stops_a_parallel_run_at_once_and_a_rerun_finishes_it(clean_loop_run, tmp_path):
+def _grading_midway(clean_loop_run, tmp_path: Path):
+    """The loop class being graded with two jobs, two results in."""
     cls, clean = clean_loop_run
     out = tmp_path / "out"
     proc = _start_grading(cls, out)
     _wait_for_cached(out, 2, proc)
+    return cls, clean, out, proc
+
+
+def test_ctrl_c_stops_a_parallel_run_at_once_and_a_rerun_finishes_it(clean_loop_run, tmp_path):
+    cls, clean, out, proc = _grading_midway(clean_loop_run, tmp_path)
     helpers = _descendants(proc.pid)      # grading processes, fork servers, workers
     assert helpers
     start = time.monotonic()
@@ -262,16 +268,13 @@ def test_ctrl_c_stops_a_parallel_run_at_once_and_a_rerun_finishes_it(clean_loop_
     assert _all_gone(helpers), "grading processes outlived an interrupted grader"
     assert not (out / "grades.json").exists()
 
-    r = run_cli("grade", "-a", "attention", str(cls), "--out", str(out), timeout=900)
-    assert r.returncode == 0
+    assert run_cli("grade", "-a", "attention", str(cls), "--out", str(out),
+                   timeout=900).returncode == 0
     assert _snapshot(out) == clean
 
 
 def test_grading_processes_die_with_a_killed_grader(clean_loop_run, tmp_path):
-    cls, clean = clean_loop_run
-    out = tmp_path / "out"
-    proc = _start_grading(cls, out)
-    _wait_for_cached(out, 2, proc)
+    cls, clean, out, proc = _grading_midway(clean_loop_run, tmp_path)
     helpers = _descendants(proc.pid)
     os.kill(proc.pid, signal.SIGKILL)     # the grader alone, not its process group
     proc.communicate()
@@ -287,10 +290,7 @@ def test_grading_processes_die_with_a_killed_grader(clean_loop_run, tmp_path):
 
 
 def test_a_grading_process_that_dies_costs_no_result(clean_loop_run, tmp_path):
-    cls, clean = clean_loop_run
-    out = tmp_path / "out"
-    proc = _start_grading(cls, out)
-    _wait_for_cached(out, 2, proc)
+    cls, clean, out, proc = _grading_midway(clean_loop_run, tmp_path)
     from autograder.procfs import children
 
     graders = [p for p in children(proc.pid)
