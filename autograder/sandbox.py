@@ -112,9 +112,9 @@ def bwrap_command(python: list[str], as_root: bool) -> list[str]:
     return cmd + ["--"] + python
 
 
-def _zygote_python(fd: int, engine_root: str) -> list[str]:
+def _zygote_python(fd: int, engine_root: str, pid_namespaces: bool) -> list[str]:
     code = (f"import sys; sys.path.insert(0, {engine_root!r}); "
-            f"from autograder.zygote import main; main({fd})")
+            f"from autograder.zygote import main; main({fd}, {pid_namespaces!r})")
     return [sys.executable, "-s", "-B", "-c", code]
 
 
@@ -173,16 +173,20 @@ def choose_level(requested: str = "auto") -> str:
 class Sandbox:
     """One fork server; workers are created from it one submission at a time."""
 
-    def __init__(self, level: str = "auto", slot: int = 0, wait: bool = True):
+    def __init__(self, level: str = "auto", slot: int = 0, wait: bool = True,
+                 pid_namespaces: bool = True):
+        """`pid_namespaces=False` keeps workers out of PID namespaces of their own even where
+        they are possible (the fork server then kills what they leave as a subreaper)."""
         self.level = choose_level(level)
         self.root = os.geteuid() == 0
         self.uid = BASE_UID + slot if self.root else None
         self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         fd = theirs.fileno()
         if self.level == "namespaces":
-            cmd = bwrap_command(_zygote_python(fd, SANDBOX_ENGINE_ROOT), self.root)
+            cmd = bwrap_command(_zygote_python(fd, SANDBOX_ENGINE_ROOT, pid_namespaces),
+                                self.root)
         else:
-            cmd = _zygote_python(fd, str(ENGINE_DIR.parent))
+            cmd = _zygote_python(fd, str(ENGINE_DIR.parent), pid_namespaces)
         # The fork server's own errors go to a file: a pipe nobody reads could fill and block.
         self.errors = tempfile.TemporaryFile()
         self.proc = subprocess.Popen(cmd, pass_fds=[fd], env=SCRUBBED_ENV, cwd="/",

@@ -143,9 +143,9 @@ def _kill_uid(uid: int) -> None:
 
 
 class Zygote:
-    def __init__(self, control: socket.socket):
+    def __init__(self, control: socket.socket, pid_namespaces: bool = True):
         self.control = control
-        self.own_pidns = _own_pid_namespace()
+        self.own_pidns = _own_pid_namespace() if pid_namespaces else None
         self.use_pidns = self.own_pidns is not None
         if not self.use_pidns:
             # Orphans of a worker become this process's children, to be killed at its finish.
@@ -276,7 +276,7 @@ class Zygote:
                     pass
 
 
-def main(control_fd: int) -> None:
+def main(control_fd: int, pid_namespaces: bool = True) -> None:
     import torch
 
     torch.set_num_threads(1)
@@ -303,7 +303,7 @@ def main(control_fd: int) -> None:
 
     gc.collect()
     gc.freeze()
-    Zygote(socket.socket(fileno=control_fd)).serve()
+    Zygote(socket.socket(fileno=control_fd), pid_namespaces).serve()
 
 
 if __name__ == "__main__":

@@ -236,3 +236,29 @@ def test_rlimits_level_still_contains_processes_and_time(tmp_path):
                 assert q["score"] == q["max_score"], (name, qid, q["feedback"])
             else:
                 assert q["score"] == want, (name, qid, q["feedback"])
+
+
+@pytest.mark.parametrize("level", ["namespaces", "rlimits"])
+def test_without_pid_namespaces_the_fork_server_kills_what_workers_leave(level):
+    """Where a worker cannot have a PID namespace of its own, the fork server, a subreaper,
+    kills every process the worker left (and, with a worker user, every process of it)."""
+    from autograder.assignment import load_assignment
+    from autograder.grade import grade_submission
+    from autograder.sandbox import Sandbox, choose_level
+
+    if level == "namespaces" and choose_level("auto") != "namespaces":
+        pytest.skip("bubblewrap is not usable here")
+    assignment = load_assignment("attention")
+    limits = assignment.limits.override({"question_seconds": 5})
+    sandbox = Sandbox(level, pid_namespaces=False)
+    try:
+        assert not sandbox.pidns
+        for name in DEGRADED:
+            result = grade_submission(assignment, HOSTILE / name, sandbox, limits).to_json()
+            for qid, want in EXPECTED[name].items():
+                q = result["questions"][qid]
+                assert q["score"] == (q["max_score"] if want == "full" else want), \
+                    (name, qid, q["feedback"])
+    finally:
+        sandbox.close()
+    assert leftover_processes() == []
