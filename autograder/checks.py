@@ -209,23 +209,35 @@ def compare_tensor(expected: torch.Tensor | np.ndarray, got: torch.Tensor | np.n
 # operations on small arrays cost far less than torch's.
 _copies: dict[tuple, tuple] = {}
 _copies_lock = threading.Lock()
-_MAX_COPIES = 8192
+_copies_bytes = 0
+_MAX_COPIES_BYTES = 128 * 2**20     # the tensors kept and their copies, together
+_MAX_COPY_BYTES = 8 * 2**20         # a larger tensor is copied each time, never kept
 
 
 def finite_float64(t: torch.Tensor) -> np.ndarray | None:
     """A float64 NumPy copy of a floating-point tensor; None if it holds a NaN or infinity."""
+    global _copies_bytes
     key = (id(t), t._version)
     with _copies_lock:
         hit = _copies.pop(key, None)
         if hit is not None and hit[0] is t:
             _copies[key] = hit    # most recently used last: the reference's copies stay
             return hit[1]
+        if hit is not None:
+            _copies_bytes -= hit[2]
     x = torch.Tensor.detach(t).double().numpy()
     value = x if np.isfinite(x).all() else None
+    size = x.nbytes + t.numel() * t.element_size()
+    if size > _MAX_COPY_BYTES:
+        return value
     with _copies_lock:
-        if len(_copies) >= _MAX_COPIES:
-            _copies.pop(next(iter(_copies)))
-        _copies[key] = (t, value)     # the tensor is kept, so its id is not reused
+        while _copies and _copies_bytes + size > _MAX_COPIES_BYTES:
+            _copies_bytes -= _copies.pop(next(iter(_copies)))[2]
+        old = _copies.pop(key, None)
+        if old is not None:
+            _copies_bytes -= old[2]
+        _copies[key] = (t, value, size)     # the tensor is kept, so its id is not reused
+        _copies_bytes += size
     return value
 
 

@@ -225,7 +225,14 @@ class Evidence:
 
 
 def _is_zero(g: Any) -> bool:
-    return g is None or (isinstance(g, torch.Tensor) and g.numel() > 0 and not bool(g.ne(0).any()))
+    if g is None:
+        return True
+    if not isinstance(g, torch.Tensor) or g.numel() == 0:
+        return False
+    x = finite_float64(g) if g.is_floating_point() else None
+    if x is not None:       # the cached copy, compared many times over
+        return not x.any()
+    return not bool(g.ne(0).any())
 
 
 INF = float("inf")
@@ -616,13 +623,22 @@ class _Runner:
                 cached = self._outcomes.setdefault(key, cached)
         return cached
 
-    def explains(self, mistake: Mistake, index: int, record: CheckRecord) -> bool:
+    def explains(self, mistake: Mistake, index: int, record: CheckRecord,
+                 output_explains: bool | None = None) -> bool:
         """Does the variant account for the student's outcome of this check? Its gradients
         (a backward pass, most of a variant's cost) are computed only for a variant whose
-        output already does."""
+        output already does. `output_explains`: that first stage, if already judged."""
+        if output_explains is False:
+            return False
         out = self.outcome(mistake, index, record, grads=False)
         if out is None:
             return False
+        if output_explains:
+            if not record.want_grad:
+                return True
+            out = self.outcome(mistake, index, record)
+            return out is not None and explains(out, record.got, record.expected,
+                                                record.tolerance, record.far)
         # Without gradients, inputs do not require grad: an in-place change that fails with
         # them succeeds without. A different status says nothing yet; the full run decides.
         if not (record.want_grad and out["status"] != record.got.get("status")):
@@ -635,12 +651,94 @@ class _Runner:
         return out is not None and explains(out, record.got, record.expected, record.tolerance,
                                             record.far)
 
+    def outputs_explain(self, candidates: list[tuple[Mistake, int]],
+                        record: CheckRecord) -> dict[tuple[str, int], bool | None]:
+        """The first stage of `explains` for many variants at once: {(mistake id, index):
+        whether the variant's output explains the student's}, for the variants whose outputs
+        are plain finite tensors shaped like the student's; the others are left to `explains`.
+
+        The variants' outputs on one check are stacked once per grading process, so a
+        submission costs one array operation per returned tensor instead of one comparison per
+        variant (most candidates are far off: each is a different mistake)."""
+        got = record.got
+        leaves = _finite_leaves(got.get("output"))
+        if got.get("status") != "ok" or leaves is None or not leaves:
+            return {}
+        far = record.far
+        limit = max(1.0, CLOSER * far) if far < INF else 1.0
+        stacked = self._stacked(candidates, record, [(p, t.shape, t.dtype) for p, t in leaves])
+        if stacked is None:
+            return {}
+        ids, stacks = stacked
+        worst = np.zeros(len(ids))
+        for (path, student), (values, weights) in zip(leaves, stacks):
+            x = finite_float64(student)
+            worst = np.maximum(worst, (np.abs(values - x.reshape(-1)) / weights).max(axis=1))
+        return {key: bool(d <= limit) for key, d in zip(ids, worst)}
+
+    _stacks: dict[tuple, Any] = {}
+
+    def _stacked(self, candidates, record: CheckRecord, layout: list) -> tuple | None:
+        """(variant keys, [(values V x n, tolerances V x n) per returned tensor]) for the
+        candidates whose forward outcome is ok, unchanged inputs as the student's, no forbidden
+        call, and outputs of this layout, all finite. Cached per check and layout."""
+        got = record.got
+        key = (record.key, tuple((p, tuple(shape), str(dtype)) for p, shape, dtype in layout),
+               tuple((m.id, i) for m, i in candidates), tuple(sorted(got.get("mutated") or [])),
+               bool(got.get("forbidden")))
+        with _lock:
+            hit = self._stacks.get(key)
+        if hit is not None:
+            return hit if hit != () else None
+        ids, columns = [], [[] for _ in layout]
+        for m, i in candidates:
+            out = self.outcome(m, i, record, grads=False)
+            if out is None or out.get("status") != "ok" \
+                    or sorted(out.get("mutated") or []) != sorted(got.get("mutated") or []) \
+                    or bool(out.get("forbidden")) != bool(got.get("forbidden")):
+                continue
+            mine = _finite_leaves(out.get("output"))
+            if mine is None or [(p, t.shape, t.dtype) for p, t in mine] != layout:
+                continue
+            ids.append((m.id, i))
+            for column, (_, t) in zip(columns, mine):
+                column.append(t)
+        result: Any = ()
+        if ids:
+            stacks = []
+            for column in columns:
+                rtol, atol = tolerance_for(column[0].dtype, record.tolerance)
+                if atol <= 0:      # 0/0 where both are 0: the full comparison handles that
+                    stacks = None
+                    break
+                values = np.stack([finite_float64(t).reshape(-1) for t in column])
+                stacks.append((values, atol + rtol * np.abs(values)))
+            result = (ids, stacks) if stacks is not None else ()
+        with _lock:
+            self._stacks[key] = result
+        return result if result != () else None
+
     def consistent(self, mistake: Mistake, index: int,
                    passed: dict[str, list[CheckRecord]]) -> bool:
         """The variant agrees with every check the student passed on a function it replaces."""
         return all(self.explains(mistake, index, record)
                    for function in mistake.alternatives[index]
                    for record in passed.get(function, []))
+
+
+def _finite_leaves(output: Any) -> list[tuple[tuple, torch.Tensor]] | None:
+    """The floating-point tensors of an output (a tensor or a tuple/list of them), all finite;
+    None for any other output (the full comparison judges those)."""
+    items = list(output) if isinstance(output, (tuple, list)) else [output]
+    leaves = []
+    for i, t in enumerate(items):
+        if not isinstance(t, torch.Tensor) or not t.is_floating_point() or t.numel() == 0 \
+                or finite_float64(t) is None:
+            return None
+        leaves.append(((i,) if isinstance(output, (tuple, list)) else (), t))
+    if isinstance(output, (tuple, list)):
+        leaves = [((type(output).__name__,) + p, t) for p, t in leaves]
+    return leaves
 
 
 def _holds(predicate: Predicate, ev: Evidence) -> bool:
@@ -660,13 +758,16 @@ def find_matches(runner: _Runner, record: CheckRecord,
         return []       # the reference itself reproduces this outcome: nothing to name
     passed = passed or {}
     ev = record.evidence()
+    mistakes = [m for m in runner.catalogue.mistakes.values()
+                if not m.questions or record.question in m.questions]
+    candidates = [(m, i) for m in mistakes for i, alt in enumerate(m.alternatives)
+                  if runner.affects(alt, record.function)]
+    first = runner.outputs_explain(candidates, record) if len(candidates) > 1 else {}
     found = []
-    for m in runner.catalogue.mistakes.values():
-        if m.questions and record.question not in m.questions:
-            continue
+    for m in mistakes:
         if m.alternatives:
             if not any(runner.affects(alt, record.function)
-                       and runner.explains(m, i, record)
+                       and runner.explains(m, i, record, first.get((m.id, i)))
                        and runner.consistent(m, i, passed)
                        for i, alt in enumerate(m.alternatives)):
                 continue

@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 _MAX_REMEMBERED = 4096
+_MAX_REMEMBERED_BYTES = 4 * 2**20   # per tensor
 _remembered: dict[int, tuple[torch.Tensor, int, bytes]] = {}
 _lock = threading.Lock()
 
@@ -32,6 +33,8 @@ def _tensor_digest(t: torch.Tensor) -> bytes:
     h = hashlib.sha256(f"{t.dtype}{tuple(t.shape)}".encode())
     h.update(data.numpy(force=True).tobytes())
     digest = h.digest()
+    if data.numel() * data.element_size() > _MAX_REMEMBERED_BYTES:
+        return digest      # hashed again next time rather than kept
     with _lock:
         if len(_remembered) >= _MAX_REMEMBERED:
             _remembered.pop(next(iter(_remembered)))

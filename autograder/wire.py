@@ -55,8 +55,8 @@ class TensorMemo:
     """Encoded tensors remembered while unchanged (same object, same version counter): the
     grader sends every submission the same input tensors. Holds the tensors it remembers."""
 
-    def __init__(self, size: int = 2048):
-        self.size = size
+    def __init__(self, size: int = 2048, max_bytes: int = 4 * 2**20):
+        self.size, self.max_bytes = size, max_bytes
         self._items: dict[int, tuple] = {}
         self._lock = threading.Lock()
 
@@ -68,7 +68,9 @@ class TensorMemo:
             return hit[2], hit[3]
         return None
 
-    def put(self, t: torch.Tensor, node: dict, data: bytes) -> None:
+    def put(self, t: torch.Tensor, node: dict, data: bytes | None) -> None:
+        if data is not None and len(data) > self.max_bytes:
+            return     # encoded again next time rather than kept
         with self._lock:
             if len(self._items) >= self.size:
                 self._items.pop(next(iter(self._items)))

@@ -89,3 +89,13 @@ def test_changes_in_place_are_found_bit_for_bit_nan_included():
     assert run_call(bump, (torch.tensor([1.0, 2.0], dtype=torch.float64),), {})["mutated"] \
         == ["0/0"]
 
+
+
+def test_the_float64_copies_kept_stay_within_their_memory_budget():
+    # Each submission's outputs are new tensors: a class of large outputs must not pile up.
+    for _ in range(60):
+        checks.finite_float64(torch.ones(500_000))          # 2 MB, and a 4 MB copy
+    assert 0 < checks._copies_bytes <= checks._MAX_COPIES_BYTES
+    big = torch.ones(2_000_000)                              # beyond the per-tensor cap
+    assert checks.finite_float64(big) is not None
+    assert all(entry[0] is not big for entry in checks._copies.values())
