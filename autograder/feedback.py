@@ -44,7 +44,7 @@ def question_lines(q: QuestionResult, *, show_passed: bool = False) -> list[str]
         if repeats:
             lines.append(f"             (and {repeats} more case(s) with the same problem)")
             repeats = 0
-        lines.append(f"       {tag:<6}'{c.name}': {c.message}")
+        lines.append(f"       {tag:<6} '{c.name}': {c.message}")
         if c.hint and c.hint not in hints:      # each likely mistake once per question
             hints.add(c.hint)
             lines.append(f"             {c.hint}")
