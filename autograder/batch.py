@@ -181,11 +181,7 @@ def _grade_all(grader: _Grader, todo: list[tuple[int, Path, str | None]], jobs: 
     Python code, which threads of one process would run one at a time."""
     jobs = max(1, min(jobs, len(todo)))
     if jobs == 1:
-        try:
-            for i, file, key in todo:
-                yield i, grader.grade(file, key)
-        finally:
-            grader.close()
+        yield from _grade_here(grader, [(i, (file, key)) for i, file, key in todo])
         return
     import multiprocessing
 
@@ -199,8 +195,13 @@ def _grade_all(grader: _Grader, todo: list[tuple[int, Path, str | None]], jobs: 
         if not pending:
             return
     # Grading processes keep dying (the machine's out-of-memory killer, say): go on in this one.
+    yield from _grade_here(grader, list(pending.items()))
+
+
+def _grade_here(grader: _Grader, items: list[tuple[int, tuple[Path, str | None]]]):
+    """Grade one after another in this process."""
     try:
-        for i, (file, key) in list(pending.items()):
+        for i, (file, key) in items:
             yield i, grader.grade(file, key)
     finally:
         grader.close()

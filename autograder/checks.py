@@ -8,13 +8,13 @@ and a message for hidden cases, which says what kind of check failed but never t
 from __future__ import annotations
 
 import math
-import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
 import torch
 
+from .tensor_cache import TensorCache
 from .wire import Opaque
 
 # (rtol, atol) per dtype; questions may override. float64 is strict so that a float32 round trip
@@ -207,37 +207,21 @@ def compare_tensor(expected: torch.Tensor | np.ndarray, got: torch.Tensor | np.n
 # candidate mistake's against the student's), so a tensor's float64 copy is made once and
 # remembered while the tensor is unchanged (same object, same version counter). NumPy's
 # operations on small arrays cost far less than torch's.
-_copies: dict[tuple, tuple] = {}
-_copies_lock = threading.Lock()
-_copies_bytes = 0
-_MAX_COPIES_BYTES = 128 * 2**20     # the tensors kept and their copies, together
-_MAX_COPY_BYTES = 8 * 2**20         # a larger tensor is copied each time, never kept
+# The tensors kept and their copies together stay within 128 MB; a tensor above 8 MB is copied
+# each time, never kept.
+_copies = TensorCache(max_items=8192, max_bytes=128 * 2**20, max_item_bytes=8 * 2**20)
+_NOT_FINITE = object()
 
 
 def finite_float64(t: torch.Tensor) -> np.ndarray | None:
     """A float64 NumPy copy of a floating-point tensor; None if it holds a NaN or infinity."""
-    global _copies_bytes
-    key = (id(t), t._version)
-    with _copies_lock:
-        hit = _copies.pop(key, None)
-        if hit is not None and hit[0] is t:
-            _copies[key] = hit    # most recently used last: the reference's copies stay
-            return hit[1]
-        if hit is not None:
-            _copies_bytes -= hit[2]
+    hit = _copies.get(t)
+    if hit is not None:
+        return None if hit is _NOT_FINITE else hit
     x = torch.Tensor.detach(t).double().numpy()
     value = x if np.isfinite(x).all() else None
-    size = x.nbytes + t.numel() * t.element_size()
-    if size > _MAX_COPY_BYTES:
-        return value
-    with _copies_lock:
-        while _copies and _copies_bytes + size > _MAX_COPIES_BYTES:
-            _copies_bytes -= _copies.pop(next(iter(_copies)))[2]
-        old = _copies.pop(key, None)
-        if old is not None:
-            _copies_bytes -= old[2]
-        _copies[key] = (t, value, size)     # the tensor is kept, so its id is not reused
-        _copies_bytes += size
+    _copies.put(t, _NOT_FINITE if value is None else value,
+                x.nbytes + t.numel() * t.element_size())
     return value
 
 

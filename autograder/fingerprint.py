@@ -8,38 +8,29 @@ is unchanged (same object, same version counter), so the inputs that question fi
 from __future__ import annotations
 
 import hashlib
-import threading
 from typing import Any
 
 import numpy as np
 import torch
 
-_MAX_REMEMBERED = 4096
-_MAX_REMEMBERED_BYTES = 4 * 2**20   # per tensor
-_remembered: dict[int, tuple[torch.Tensor, int, bytes]] = {}
-_lock = threading.Lock()
+from .tensor_cache import TensorCache
+
+# Inputs are remembered (not student outputs, which are never digested): a large one is hashed
+# again each time rather than kept.
+_digests = TensorCache(max_items=4096, max_item_bytes=4 * 2**20)
 
 
 def _tensor_digest(t: torch.Tensor) -> bytes:
-    key = id(t)
-    version = t._version
-    with _lock:
-        hit = _remembered.get(key)
-    if hit is not None and hit[0] is t and hit[1] == version:
-        return hit[2]
+    digest = _digests.get(t)
+    if digest is not None:
+        return digest
     data = torch.Tensor.contiguous(torch.Tensor.detach(t))
     if data.dtype == torch.bfloat16:
         data = data.to(torch.float32)
     h = hashlib.sha256(f"{t.dtype}{tuple(t.shape)}".encode())
     h.update(data.numpy(force=True).tobytes())
     digest = h.digest()
-    if data.numel() * data.element_size() > _MAX_REMEMBERED_BYTES:
-        return digest      # hashed again next time rather than kept
-    with _lock:
-        if len(_remembered) >= _MAX_REMEMBERED:
-            _remembered.pop(next(iter(_remembered)))
-        # The tensor is kept alive with its digest, so its id cannot be reused meanwhile.
-        _remembered[key] = (t, version, digest)
+    _digests.put(t, digest, data.numel() * data.element_size())
     return digest
 
 

@@ -286,16 +286,18 @@ class Sandbox:
         return self._reply(timeout=60)
 
     def _reply(self, timeout: float) -> dict:
+        self._drain()
+        return self._read_reply(timeout)
+
+    def _drain(self) -> None:
+        """Read (and drop) the answers to finish requests nobody waited for."""
         while self._unanswered:
             self._read_reply(timeout=60)
             self._unanswered -= 1
-        return self._read_reply(timeout)
 
     def close(self) -> None:
         try:
-            while self._unanswered:   # let the last workers' ends be answered first
-                self._read_reply(timeout=10)
-                self._unanswered -= 1
+            self._drain()   # let the last workers' ends be answered first
         except (SandboxError, OSError, ValueError):
             pass
         try:

@@ -13,12 +13,13 @@ import json
 import math
 import socket
 import struct
-import threading
 import time
 from typing import Any
 
 import numpy as np
 import torch
+
+from .tensor_cache import TensorCache
 
 # Only plain numeric dtypes travel; names are numpy's.
 _NUMPY_DTYPES = {
@@ -51,30 +52,12 @@ def torch_dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).replace("torch.", "")
 
 
-class TensorMemo:
-    """Encoded tensors remembered while unchanged (same object, same version counter): the
-    grader sends every submission the same input tensors. Holds the tensors it remembers."""
+class TensorMemo(TensorCache):
+    """Encoded tensors (tree node, bytes), remembered while unchanged: the grader sends every
+    submission the same input tensors. A large one is encoded again each time, not kept."""
 
     def __init__(self, size: int = 2048, max_bytes: int = 4 * 2**20):
-        self.size, self.max_bytes = size, max_bytes
-        self._items: dict[int, tuple] = {}
-        self._lock = threading.Lock()
-
-    def get(self, t: torch.Tensor) -> tuple[dict, bytes] | None:
-        with self._lock:
-            hit = self._items.get(id(t))
-        if hit is not None and hit[0] is t and hit[1] == t._version \
-                and hit[2].get("requires_grad", t.requires_grad) == t.requires_grad:
-            return hit[2], hit[3]
-        return None
-
-    def put(self, t: torch.Tensor, node: dict, data: bytes | None) -> None:
-        if data is not None and len(data) > self.max_bytes:
-            return     # encoded again next time rather than kept
-        with self._lock:
-            if len(self._items) >= self.size:
-                self._items.pop(next(iter(self._items)))
-            self._items[id(t)] = (t, t._version, node, data)
+        super().__init__(max_items=size, max_item_bytes=max_bytes)
 
 
 def encode(value: Any, buffers: list[bytes] | None, depth: int = 0,
@@ -84,11 +67,12 @@ def encode(value: Any, buffers: list[bytes] | None, depth: int = 0,
         return {"t": "other", "type": "deeply nested value"}
     if isinstance(value, torch.Tensor) and memo is not None and buffers is not None:
         hit = memo.get(value)
-        if hit is None:
+        if hit is None or hit[0].get("requires_grad", value.requires_grad) != \
+                value.requires_grad:
             mine: list[bytes] = []
             node = encode(value, mine, depth)
             hit = ({k: v for k, v in node.items() if k != "buf"}, mine[0] if mine else None)
-            memo.put(value, *hit)
+            memo.put(value, hit, len(hit[1] or b""))
         node, data = hit
         if data is None:
             return dict(node)

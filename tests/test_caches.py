@@ -95,7 +95,7 @@ def test_the_float64_copies_kept_stay_within_their_memory_budget():
     # Each submission's outputs are new tensors: a class of large outputs must not pile up.
     for _ in range(60):
         checks.finite_float64(torch.ones(500_000))          # 2 MB, and a 4 MB copy
-    assert 0 < checks._copies_bytes <= checks._MAX_COPIES_BYTES
+    assert 0 < checks._copies.nbytes <= checks._copies.max_bytes
     big = torch.ones(2_000_000)                              # beyond the per-tensor cap
     assert checks.finite_float64(big) is not None
-    assert all(entry[0] is not big for entry in checks._copies.values())
+    assert not checks._copies.holds(big)
