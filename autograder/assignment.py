@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
-from .limits import Limits
+from .sandbox.limits import Limits
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 ASSIGNMENTS_DIR = PROJECT_ROOT / "assignments"

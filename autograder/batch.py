@@ -18,7 +18,7 @@ from pathlib import Path
 
 from .assignment import Assignment
 from .classlist import Student, display
-from .limits import Limits
+from .sandbox.limits import Limits
 from .results import SubmissionResult, submission_from_json
 
 ENGINE_DIR = Path(__file__).resolve().parent

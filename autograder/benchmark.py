@@ -18,7 +18,7 @@ import threading
 import time
 from pathlib import Path
 
-from . import procfs
+from .sandbox import procfs
 
 
 class TreeMemory:

@@ -33,10 +33,10 @@ import torch
 from . import checks, diagnose
 from .assignment import Assignment, AssignmentError, assignment_for_test_file
 from .checks import CheckFailed, Labels, Problem
-from .execute import iter_arrays, run_call
+from .sandbox.execute import iter_arrays, run_call
 from .fingerprint import call_digest
-from .protocol import roundtrip_outcome
-from .wire import Opaque, decode, encode
+from .sandbox.protocol import roundtrip_outcome
+from .sandbox.wire import Opaque, decode, encode
 
 # Set by the grader around a run; otter's tools leave the defaults.
 _state = threading.local()

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from .tensor_cache import TensorCache
-from .wire import Opaque
+from .sandbox.wire import Opaque
 
 # (rtol, atol) per dtype; questions may override. float64 is strict so that a float32 round trip
 # of float64 inputs is caught; float32 leaves room for other correct formulas.

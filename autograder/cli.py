@@ -9,7 +9,7 @@ import threading
 from pathlib import Path
 
 from .assignment import ASSIGNMENTS_DIR, AssignmentError, load_assignment
-from .limits import parse_cli_limits
+from .sandbox.limits import parse_cli_limits
 
 
 def _assignment_for_file(path: Path, requested: str | None):
@@ -61,7 +61,7 @@ def cmd_grade(args) -> int:
     from .classlist import discover
     from .feedback import submission_text, summary_table
     from .report import write_reports
-    from .errors import SandboxError
+    from .sandbox.errors import SandboxError
     from .results import results_json
     from .sandbox import protect_this_process
 

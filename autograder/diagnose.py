@@ -38,8 +38,8 @@ import torch
 from .assignment import Assignment, AssignmentError, _resolve
 from .checks import finite_float64, tolerance_for
 from .results import diagnoses, mistake_counts  # noqa: F401 - part of this module's API
-from .execute import iter_leaves, path_key, run_call
-from .protocol import roundtrip_outcome
+from .sandbox.execute import iter_leaves, path_key, run_call
+from .sandbox.protocol import roundtrip_outcome
 from .fingerprint import call_digest
 
 Predicate = Callable[["Evidence"], bool]

@@ -16,13 +16,17 @@ from typing import Any
 from .assignment import Assignment
 from .cases import MISSING
 from .checks import CheckFailed, Problem
-from .execute import describe_error, install_tripwires
-from .limits import Limits
+from .sandbox.execute import describe_error, install_tripwires
+from .sandbox.limits import Limits
 from .results import SubmissionResult
 from .runner import QuestionStopped, failed_everywhere, grade_functions, tripwire_names
 from .sandbox import Sandbox
-from .session import WorkerSession, WorkerStopped
+from .sandbox.session import WorkerSession, WorkerStopped
 from .submissions import Submission, UnreadableSubmission, read_submission
+from .tensor_cache import TensorMemo
+
+# Every submission gets the same inputs: their encodings are made once per grading process.
+_INPUT_ENCODINGS = TensorMemo()
 
 
 class RemoteFunction:
@@ -174,7 +178,8 @@ def grade_submission(assignment: Assignment, path: Path, sandbox: Sandbox,
         sandbox.preload(tripwires)
     session = WorkerSession(sandbox, sub.source, filename,
                             Path(assignment.student_file).stem, list(assignment.api), limits,
-                            cells=cells, answers=list(assignment.answers), tripwires=tripwires)
+                            cells=cells, answers=list(assignment.answers), tripwires=tripwires,
+                            memo=_INPUT_ENCODINGS)
     try:
         try:
             loaded = session.load()
@@ -241,7 +246,7 @@ def check_in_process(assignment: Assignment, path: Path,
             sys.path.insert(0, str(path.resolve().parent))
             spec.loader.exec_module(module)
         else:
-            from .worker import load_student_module
+            from .sandbox.worker import load_student_module
 
             module = load_student_module(source, str(path), module_name)
     except BaseException as exc:  # noqa: BLE001 - the student's import may raise anything
@@ -268,7 +273,7 @@ def student_env(assignment: Assignment, module) -> dict[str, Any]:
 
 def _check_notebook_in_process(assignment: Assignment, path: Path, sub: Submission,
                                questions: list[str] | None) -> SubmissionResult:
-    from .worker import load_student_cells
+    from .sandbox.worker import load_student_cells
 
     cells, notes = notebook_cells(sub, path.name)
     install_tripwires(tripwire_names(assignment))

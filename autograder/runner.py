@@ -76,7 +76,7 @@ def forbidden_names(assignment: Assignment) -> list[str]:
 
 def tripwire_names(assignment: Assignment) -> list[str]:
     """The forbidden entries outside torch, caught by tripwires (see `execute`)."""
-    from .execute import is_tripwire_name
+    from .sandbox.execute import is_tripwire_name
 
     return [n for n in forbidden_names(assignment) if is_tripwire_name(n)]
 

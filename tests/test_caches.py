@@ -5,8 +5,10 @@ from a stale entry."""
 import numpy as np
 import torch
 
-from autograder import cases, checks, wire
-from autograder.execute import run_call
+from autograder import cases, checks
+from autograder.sandbox import wire
+from autograder.tensor_cache import TensorMemo
+from autograder.sandbox.execute import run_call
 from autograder.fingerprint import call_digest
 
 
@@ -40,7 +42,7 @@ def test_seeded_inputs_are_made_once_and_again_after_a_change_in_place():
 
 
 def test_remembered_encodings_follow_changes_in_place():
-    memo = wire.TensorMemo()
+    memo = TensorMemo()
     t = torch.arange(4, dtype=torch.float32)
 
     def sent(value):

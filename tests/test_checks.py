@@ -7,7 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from autograder import checks, wire
+from autograder import checks
+from autograder.sandbox import wire
 from autograder.checks import Labels
 
 FLOATS = st.sampled_from([np.float32, np.float64])

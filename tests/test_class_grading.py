@@ -214,7 +214,7 @@ def _wait_for_cached(out: Path, n: int, proc: subprocess.Popen) -> None:
 
 
 def _descendants(pid: int) -> list[int]:
-    from autograder.procfs import descendants
+    from autograder.sandbox.procfs import descendants
 
     return descendants(pid)
 
@@ -291,7 +291,7 @@ def test_grading_processes_die_with_a_killed_grader(clean_loop_run, tmp_path):
 
 def test_a_grading_process_that_dies_costs_no_result(clean_loop_run, tmp_path):
     cls, clean, out, proc = _grading_midway(clean_loop_run, tmp_path)
-    from autograder.procfs import children
+    from autograder.sandbox.procfs import children
 
     graders = [p for p in children(proc.pid)
                if b"spawn_main" in Path(f"/proc/{p}/cmdline").read_bytes()]

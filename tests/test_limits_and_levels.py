@@ -1,7 +1,7 @@
 """Limits live in one place and can be overridden; the sandbox says which level it uses."""
 import pytest
 
-from autograder.limits import Limits, parse_cli_limits
+from autograder.sandbox.limits import Limits, parse_cli_limits
 from conftest import run_cli
 
 
@@ -35,7 +35,7 @@ def test_rlimits_level_is_always_available_by_name():
 
 
 def test_auto_never_runs_student_code_as_root(monkeypatch):
-    import autograder.sandbox as sb
+    import autograder.sandbox.levels as sb
 
     monkeypatch.setattr(sb, "bwrap_works", lambda root: False)
     monkeypatch.setattr(sb, "_world_readable_python", lambda: False)

@@ -1,6 +1,6 @@
 # attack: softmax sends SIGTERM then SIGKILL to its parent (os.getppid()), SIGKILL to the parent's process group, to every process it can (kill(-1, SIGKILL)), to each pid listed in /proc, and finally to its own process group (os.killpg(0, SIGKILL))
 # target: softmax
-# expect: the grader (trusted process), the zygote/supervisors and other workers survive: the worker can signal nothing outside its sandbox; softmax either passes (a PID-namespace init ignores its own signals) or gets status error (the worker killed itself); every question gets a row; the batch goes on to the next submission
+# expect: the grader (trusted process), the fork server and other workers survive: the worker can signal nothing outside its sandbox; softmax either passes (a PID-namespace init ignores its own signals) or gets status error (the worker killed itself); every question gets a row; the batch goes on to the next submission
 """Try to take the grader down with it.
 
 DANGER: where the worker is not isolated (same user, same PID namespace) this kills the grader

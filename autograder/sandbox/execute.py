@@ -30,7 +30,8 @@ import numpy as np
 import torch
 from torch.overrides import TorchFunctionMode
 
-_ENGINE_DIR = os.path.dirname(os.path.abspath(__file__))
+# The whole engine (this package's parent): its frames are never the student's.
+_ENGINE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _LIB_DIRS = tuple({os.path.dirname(os.__file__), sys.prefix, sys.base_prefix, sys.exec_prefix})
 MAX_MESSAGE = 400
 

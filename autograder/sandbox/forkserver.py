@@ -142,7 +142,7 @@ def _kill_uid(uid: int) -> None:
     os.waitpid(pid, 0)
 
 
-class Zygote:
+class ForkServer:
     def __init__(self, control: socket.socket, pid_namespaces: bool = True):
         self.control = control
         self.own_pidns = _own_pid_namespace() if pid_namespaces else None
@@ -303,7 +303,7 @@ def main(control_fd: int, pid_namespaces: bool = True) -> None:
 
     gc.collect()
     gc.freeze()
-    Zygote(socket.socket(fileno=control_fd), pid_namespaces).serve()
+    ForkServer(socket.socket(fileno=control_fd), pid_namespaces).serve()
 
 
 if __name__ == "__main__":

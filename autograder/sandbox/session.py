@@ -1,6 +1,6 @@
 """One submission's worker, seen from the trusted side: load the student's file, serve calls.
 
-The worker is forked by the sandbox's fork server (`sandbox.Sandbox`); this side sends it the
+The worker is forked by the sandbox's fork server (`client.Sandbox`); this side sends it the
 inputs of each call, enforces the time limits (killing the worker through the fork server), and
 validates everything the worker sends back before it reaches the verdict.
 """
@@ -14,7 +14,7 @@ from typing import Any
 from . import wire
 from .limits import Limits
 from .protocol import decode_outcome
-from .sandbox import Sandbox
+from .client import Sandbox
 
 
 class WorkerStopped(Exception):
@@ -36,9 +36,6 @@ class LoadResult:
     answers: dict = field(default_factory=dict)   # answer variables, decoded plain data
 
 
-_INPUTS = wire.TensorMemo()   # every submission gets the same inputs: encode them once
-
-
 class WorkerSession:
     """The worker of one submission: import the student's file once, then serve calls.
 
@@ -48,12 +45,14 @@ class WorkerSession:
 
     def __init__(self, sandbox: Sandbox, source: str, filename: str, module: str,
                  api: list[str], limits: Limits, cells: list[tuple[int, str]] | None = None,
-                 answers: list[str] | None = None, tripwires: list[str] | None = None):
+                 answers: list[str] | None = None, tripwires: list[str] | None = None,
+                 memo: wire.Memo | None = None):
         self.sandbox, self.source, self.filename = sandbox, source, filename
         self.cells = cells   # a notebook: code cells run one by one, going on after errors
         self.module, self.api, self.limits = module, api, limits
         self.answers = list(answers or [])       # names of values to report (knowledge checks)
         self.tripwires = list(tripwires or [])   # forbidden functions outside torch
+        self.memo = memo    # encodings of inputs the grader sends every submission alike
         self.wid: int | None = None
         self.sock: socket.socket | None = None
         self.memory_bytes = 0
@@ -117,8 +116,8 @@ class WorkerSession:
                                              "previous stop")
         buffers: list[bytes] = []
         header = {"op": "call", "fn": fn,
-                  "inputs": wire.encode((tuple(args), dict(kwargs)), buffers, memo=_INPUTS),
-                  "upstream": wire.encode(upstream, buffers, memo=_INPUTS),
+                  "inputs": wire.encode((tuple(args), dict(kwargs)), buffers, memo=self.memo),
+                  "upstream": wire.encode(upstream, buffers, memo=self.memo),
                   "want_grad": want_grad,
                   "forbidden": list(forbidden)}
         reply, rbuf = self._exchange(header, buffers, self._deadline(), f"running {fn}")

@@ -1,6 +1,6 @@
 """The untrusted side: a worker process that imports one student's file and serves calls.
 
-It is forked by the zygote (see `zygote.py`) with limits already set and privileges dropped, and
+It is forked by the fork server (see `forkserver.py`) with limits already set and privileges dropped, and
 talks to the trusted grader over one socket. It holds no reference code, no expected values and
 no hidden test definitions: only the inputs of each call. Everything it sends back is data that
 the trusted side validates (`protocol.decode_outcome`).

@@ -14,12 +14,11 @@ import math
 import socket
 import struct
 import time
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import torch
 
-from .tensor_cache import TensorCache
 
 # Only plain numeric dtypes travel; names are numpy's.
 _NUMPY_DTYPES = {
@@ -52,16 +51,17 @@ def torch_dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).replace("torch.", "")
 
 
-class TensorMemo(TensorCache):
-    """Encoded tensors (tree node, bytes), remembered while unchanged: the grader sends every
-    submission the same input tensors. A large one is encoded again each time, not kept."""
+class Memo(Protocol):
+    """Where `encode` may remember tensors' encodings (`tensor_cache.TensorMemo` on the trusted
+    side): `get(tensor)` gives what `put(tensor, value, nbytes)` stored while it is unchanged."""
 
-    def __init__(self, size: int = 2048, max_bytes: int = 4 * 2**20):
-        super().__init__(max_items=size, max_item_bytes=max_bytes)
+    def get(self, t: torch.Tensor) -> Any: ...
+
+    def put(self, t: torch.Tensor, value: Any, nbytes: int = 0) -> None: ...
 
 
 def encode(value: Any, buffers: list[bytes] | None, depth: int = 0,
-           memo: TensorMemo | None = None) -> dict:
+           memo: Memo | None = None) -> dict:
     """Encode `value` into a tree; arrays go to `buffers` (or inline if `buffers` is None)."""
     if depth > MAX_DEPTH:
         return {"t": "other", "type": "deeply nested value"}

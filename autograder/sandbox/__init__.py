@@ -1,0 +1,52 @@
+"""The trust boundary: everything that runs student code, starts it, or talks to it.
+
+Theory of operation
+===================
+
+Processes (one line of descent each; arrows are "starts"):
+
+    grader (`autograder grade`: the verdict, the reports; never imports student code)
+      -> grading process (one per job: the reference, the hidden cases, the comparisons)
+           -> fork server (`forkserver.py`: imports torch once, holds nothing secret)
+                -> worker (`worker.py`: one per submission, imports the student's source)
+
+* **grader** and **grading process** are trusted. A grading process is undumpable and dies
+  with the grader (PR_SET_PDEATHSIG). It holds one `client.Sandbox` (its fork server) and, per
+  submission, one `session.WorkerSession` (the trusted client of that submission's worker).
+* **fork server** runs at the chosen level (`levels.py`): under bubblewrap (`namespaces`:
+  no network, a private file system holding the Python installation and *only this package* of
+  the engine, private IPC/UTS/PIDs), or as root without it (`user`), or as the grader's own user
+  (`rlimits`). Its environment is scrubbed. It never runs student code: it forks.
+* **worker** is forked from the fork server (one fork). Before any student code runs it gets,
+  where the level allows, its own PID namespace (it is that namespace's init, so its death ends
+  everything it started) with a private /proc, an unprivileged uid with no supplementary groups,
+  no new privileges, rlimits (address space, CPU, processes, file size, open files, no core), a
+  fresh empty working directory, stdout/stderr that keep nothing, and a scrubbed environment.
+
+Channels, and what crosses them:
+
+* grading process <-> fork server: a socket of JSON lines. Requests: `spawn` (a worker's
+  limits, its uid, and the worker's socket as a passed file descriptor), `finish` (stop a worker,
+  report its exit), `preload` (import library modules of dotted names, for tripwires). Replies
+  are short JSON objects read with a timeout.
+* grading process <-> worker: one socket per worker, framed by `wire.pack`/`wire.Reader`: a
+  JSON header and length-prefixed byte buffers, every size checked before it is read. The
+  trusted side sends the student's source as text (never a path), then one `call` per case:
+  the function name, the inputs and upstream gradient as plain arrays, the forbidden names. The
+  worker replies with an *outcome* (`protocol.py`): plain arrays, short strings, lists of
+  names. Nothing is ever unpickled; everything the worker says is validated (`decode_outcome`)
+  and is at most evidence, never a verdict.
+* time: the trusted side enforces per-question and per-submission wall-clock limits by asking
+  the fork server to SIGKILL the worker; the worker's own signal handlers cannot delay that.
+
+This package imports nothing from the rest of the engine (a test asserts it), so the sandbox
+mounts only this package. `execute.py` is the one module that also runs in the student's own
+process (`autograder check`, otter), where none of the isolation above applies.
+"""
+from .client import Sandbox
+from .errors import SandboxError
+from .levels import LEVELS, choose_level, protect_this_process
+from .limits import Limits, parse_cli_limits
+
+__all__ = ["LEVELS", "Limits", "Sandbox", "SandboxError", "choose_level", "parse_cli_limits",
+           "protect_this_process"]

@@ -1,0 +1,171 @@
+"""The trusted handle on one fork server: start it at a level, spawn and finish workers.
+
+The grading process holds one `Sandbox`; it asks the fork server (`forkserver.py`, inside the
+sandbox) for a worker per submission over a control socket of JSON lines, and hands each worker's
+own socket to a `session.WorkerSession`. Every answer of the fork server is read with a timeout.
+"""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+from . import procfs
+from .errors import SandboxError
+from .levels import (BASE_UID, LEVEL_DESCRIPTIONS, PACKAGE_DIR, SANDBOX_ENGINE_ROOT, SCRUBBED_ENV,
+                     bwrap_command, choose_level, forkserver_command)
+from .limits import Limits
+
+
+# ------------------------------------------------------------------ the fork server
+
+class Sandbox:
+    """One fork server; workers are created from it one submission at a time."""
+
+    def __init__(self, level: str = "auto", slot: int = 0, wait: bool = True,
+                 pid_namespaces: bool = True):
+        """`pid_namespaces=False` keeps workers out of PID namespaces of their own even where
+        they are possible (the fork server then kills what they leave as a subreaper)."""
+        self.level = choose_level(level)
+        self.root = os.geteuid() == 0
+        self.uid = BASE_UID + slot if self.root else None
+        self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        fd = theirs.fileno()
+        if self.level == "namespaces":
+            cmd = bwrap_command(forkserver_command(fd, SANDBOX_ENGINE_ROOT, pid_namespaces),
+                                self.root)
+        else:
+            cmd = forkserver_command(fd, str(PACKAGE_DIR.parent.parent), pid_namespaces)
+        # The fork server's own errors go to a file: a pipe nobody reads could fill and block.
+        self.errors = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen(cmd, pass_fds=[fd], env=SCRUBBED_ENV, cwd="/",
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     stderr=self.errors)
+        theirs.close()
+        self._buf = b""
+        self._next_id = 0
+        self._preloaded: set[str] = set()
+        self._forkserver_pid: int | None = None
+        self._ready = False
+        self._unanswered = 0     # finish requests whose answers nobody waits for
+        if self.level == "namespaces" and not self.root:
+            self.description = LEVEL_DESCRIPTIONS["namespaces-userns"]
+        else:
+            self.description = LEVEL_DESCRIPTIONS[self.level]
+        if wait:
+            self.wait_ready()
+
+    def wait_ready(self) -> None:
+        """Wait for the fork server to have started (it imports torch: about a second)."""
+        if self._ready:
+            return
+        ready = self._read_reply(timeout=120)
+        if not ready.get("ready"):
+            raise SandboxError("the sandbox's fork server did not start")
+        self.pidns = bool(ready.get("pidns"))
+        self._ready = True
+
+    def _read_reply(self, timeout: float) -> dict:
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self._buf:
+            self.control.settimeout(max(0.01, deadline - time.monotonic()))
+            try:
+                chunk = self.control.recv(65536)
+            except socket.timeout:
+                chunk = None
+            if not chunk:
+                err = b""
+                if self.proc.poll() is not None:
+                    self.errors.seek(0)
+                    err = self.errors.read()[-2000:]
+                raise SandboxError("the sandbox's fork server stopped answering"
+                                   + (f": {err.decode(errors='replace')}" if err else ""))
+            self._buf += chunk
+        line, self._buf = self._buf.split(b"\n", 1)
+        return json.loads(line)
+
+    def spawn(self, limits: Limits) -> tuple[int, socket.socket, int]:
+        self.wait_ready()
+        self._next_id += 1
+        wid = self._next_id
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        memory = self._memory_bytes(limits)
+        req = {"op": "spawn", "id": wid, "uid": self.uid if self.level != "rlimits" else None,
+               "limits": {
+                   "memory_bytes": memory,
+                   "cpu_seconds": int(limits.submission_seconds * 2 + 30),
+                   "file_bytes": limits.file_mb * 2**20,
+                   "open_files": limits.open_files,
+                   "processes": limits.processes,
+                   "output_bytes": limits.output_kb * 1024}}
+        socket.send_fds(self.control, [json.dumps(req).encode() + b"\n"], [theirs.fileno()])
+        theirs.close()
+        reply = self._reply(timeout=30)
+        if not reply.get("spawned"):
+            ours.close()
+            raise SandboxError("the fork server could not start a worker")
+        return wid, ours, memory
+
+    def preload(self, names: list[str]) -> None:
+        """Have the fork server import the modules of these dotted names once (for tripwires:
+        each worker then installs them without paying for the import)."""
+        todo = [n for n in names if n not in self._preloaded]
+        if not todo:
+            return
+        self.wait_ready()
+        self.control.sendall(json.dumps({"op": "preload", "names": todo}).encode() + b"\n")
+        self._reply(timeout=120)
+        self._preloaded.update(todo)
+
+    def _memory_bytes(self, limits: Limits) -> int:
+        # The worker inherits torch's address space from the fork server: the limit is on top.
+        if self._forkserver_pid is None:
+            self._forkserver_pid = _forkserver_pid(self.proc.pid)
+        size = procfs.memory(self._forkserver_pid, "VmSize") if self._forkserver_pid else None
+        return (size or 2 * 2**30) + limits.memory_mb * 2**20
+
+    def finish(self, wid: int, grace: float = 0.0, wait: bool = True) -> dict:
+        """Stop a worker; with `wait`, return how it ended (exit code or signal, peak memory).
+        Without, the fork server's answer is read (and dropped) before the next one."""
+        self.control.sendall(json.dumps({"op": "finish", "id": wid, "grace": grace}).encode()
+                             + b"\n")
+        if not wait:
+            self._unanswered += 1
+            return {}
+        return self._reply(timeout=60)
+
+    def _reply(self, timeout: float) -> dict:
+        self._drain()
+        return self._read_reply(timeout)
+
+    def _drain(self) -> None:
+        """Read (and drop) the answers to finish requests nobody waited for."""
+        while self._unanswered:
+            self._read_reply(timeout=60)
+            self._unanswered -= 1
+
+    def close(self) -> None:
+        try:
+            self._drain()   # let the last workers' ends be answered first
+        except (SandboxError, OSError, ValueError):
+            pass
+        try:
+            self.control.close()
+        finally:
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+            self.errors.close()
+
+
+def _forkserver_pid(pid: int) -> int | None:
+    """The fork server's process: `pid` itself, or under bubblewrap its largest descendant."""
+    sizes = {p: procfs.memory(p, "VmSize") or 0 for p in [pid, *procfs.descendants(pid)]}
+    best = max(sizes, key=sizes.get)
+    return best if sizes[best] else None
