@@ -1,5 +1,5 @@
 """Submissions that cannot run normally still get a row with a clear message."""
-from conftest import QUESTIONS, SUBMISSIONS
+from helpers import QUESTIONS, SUBMISSIONS
 
 BROKEN = SUBMISSIONS / "broken"
 

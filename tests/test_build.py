@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from otter.test_files.exception_test import ExceptionTestFile
 
-from conftest import QUESTIONS, ROOT, SUBMISSIONS, id_list, load_json, read_header, run_cli
+from helpers import QUESTIONS, ROOT, SUBMISSIONS, id_list, load_json, read_header, run_cli
 
 from autograder.build import BuildError, case_visibility, rewrite_toml, strip_hidden_cases
 from autograder.gradescope import VISIBILITIES, to_gradescope

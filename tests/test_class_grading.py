@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import QUESTIONS, ROOT, SUBMISSIONS, run_cli
+from helpers import QUESTIONS, ROOT, SUBMISSIONS, run_cli
 
 
 def make_class(root: Path) -> dict[str, str]:

@@ -8,7 +8,7 @@ import shutil
 
 import yaml
 
-from conftest import QUESTIONS, SUBMISSIONS, run_cli
+from helpers import QUESTIONS, SUBMISSIONS, run_cli
 from autograder.classroom import workflow_yaml
 
 

@@ -2,7 +2,7 @@
 import json
 import shutil
 
-from conftest import QUESTIONS, ROOT, SUBMISSIONS, run_cli
+from helpers import QUESTIONS, ROOT, SUBMISSIONS, run_cli
 
 
 def test_student_check_of_the_template(tmp_path):

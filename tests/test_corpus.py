@@ -2,7 +2,7 @@
 legitimately different correct solutions keep full marks."""
 import pytest
 
-from conftest import QUESTIONS, SUBMISSIONS, assert_loses_and_keeps, id_list, read_header
+from helpers import QUESTIONS, SUBMISSIONS, assert_loses_and_keeps, id_list, read_header
 
 WRONG = sorted((SUBMISSIONS / "wrong").glob("*.py"))
 CORRECT = sorted((SUBMISSIONS / "correct").glob("*.py"))

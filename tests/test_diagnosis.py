@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, SUBMISSIONS, read_header, run_cli
+from helpers import ROOT, SUBMISSIONS, read_header, run_cli
 
 from autograder import diagnose
 from autograder.assignment import load_assignment

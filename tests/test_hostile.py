@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import QUESTIONS, SUBMISSIONS, run_cli
+from helpers import QUESTIONS, SUBMISSIONS, run_cli
 
 HOSTILE = SUBMISSIONS / "hostile"
 SECRET = "s3cr3t-grader-token-4711"

@@ -2,7 +2,7 @@
 import pytest
 
 from autograder.sandbox.limits import Limits, parse_cli_limits
-from conftest import run_cli
+from helpers import run_cli
 
 
 def test_defaults_overridden_by_assignment_then_cli(assignment):

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from otter.test_files.exception_test import ExceptionTestFile
 
-from conftest import ROOT, load_json, run_cli
+from helpers import ROOT, load_json, run_cli
 
 from autograder.assignment import ASSIGNMENTS_DIR, load_assignment
 

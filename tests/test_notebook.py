@@ -12,7 +12,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from conftest import QUESTIONS, ROOT, SUBMISSIONS, id_list, load_json, read_header, run_cli
+from helpers import QUESTIONS, ROOT, SUBMISSIONS, id_list, load_json, read_header, run_cli
 
 from autograder.build import build_student
 from autograder.notebook import build_notebook, functions_of, notebook_path, notebook_text

@@ -15,7 +15,7 @@ import yaml
 from nbclient import NotebookClient
 from otter.test_files.exception_test import ExceptionTestFile
 
-from conftest import (ROOT, SUBMISSIONS, assert_loses_and_keeps, id_list, load_json, read_header,
+from helpers import (ROOT, SUBMISSIONS, assert_loses_and_keeps, id_list, load_json, read_header,
                       run_cli)
 
 from autograder.assignment import load_assignment

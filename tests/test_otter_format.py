@@ -4,7 +4,7 @@ import importlib.util
 import pytest
 from otter.test_files.exception_test import ExceptionTestFile
 
-from conftest import QUESTIONS, ROOT, SUBMISSIONS
+from helpers import QUESTIONS, ROOT, SUBMISSIONS
 
 
 def _module(path, name="attention"):

@@ -1,5 +1,5 @@
 """The two anchors: the reference scores full marks, the untouched template scores 0."""
-from conftest import QUESTIONS, ROOT
+from helpers import QUESTIONS, ROOT
 
 
 def test_reference_scores_full_marks_in_the_sandbox(grade):
