@@ -1,5 +1,5 @@
 """The two anchors: the reference scores full marks, the untouched template scores 0."""
-from helpers import QUESTIONS, ROOT
+from helpers import QUESTIONS, ROOT, snapshot_differences
 
 
 def test_reference_scores_full_marks_in_the_sandbox(grade):
@@ -66,4 +66,4 @@ def test_snapshots_are_up_to_date(tmp_path, assignment):
         grade_functions(assignment, "reference", lambda q: env, include_hidden=False)
     for qid, entries in store.items():
         committed = json.loads((assignment.snapshot_dir / f"{qid}.json").read_text())
-        assert json.loads(json.dumps(entries)) == committed, qid
+        assert snapshot_differences(json.loads(json.dumps(entries)), committed) == [], qid
