@@ -14,16 +14,16 @@ the same): an assignment whose functions take NumPy arrays expects NumPy arrays 
 gradients to compare. Besides functions, a case may judge a plain value the student wrote, a
 knowledge-check answer (`Question.check_answer`); public answers are stored as digests, so the
 shipped snapshots do not print them.
+
+This module holds `Question` and how it judges an outcome; question files import everything from
+here, which re-exports the helpers of `inputs` (case inputs), `expected` (the reference's and
+snapshots' outcomes) and `answers` (knowledge-check answers).
 """
 from __future__ import annotations
 
-import hashlib
 import json
-import math
-import numbers
 import os
 import sys
-import threading
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -31,269 +31,28 @@ import numpy as np
 import torch
 
 from . import checks, diagnose
+from .answers import (MISSING, MissingAnswer, _canonical, _form_of_canonical, _show,
+                      answer_digest, answer_form)
 from .assignment import Assignment, AssignmentError, assignment_for_test_file
 from .checks import CheckFailed, Labels, Problem
+from .expected import (GraderError, _ctx, _load_snapshot, _reference_outcome, _snapshot_outcome,
+                       _snapshot_path, recording, snapshot)
+from .inputs import (array, attention_params, block_params, future_mask, random_mask, randn,
+                     tensor, to_numpy, upstream_for)
 from .sandbox.execute import iter_arrays, run_call
-from .fingerprint import call_digest
 from .sandbox.protocol import roundtrip_outcome
-from .sandbox.wire import Opaque, decode, encode
+from .sandbox.wire import Opaque
 
-# Set by the grader around a run; otter's tools leave the defaults.
-_state = threading.local()
-
-
-def _ctx() -> dict:
-    if not hasattr(_state, "ctx"):
-        _state.ctx = {"record": None, "use_reference": True}
-    return _state.ctx
-
-
-class recording:
-    """Context manager for `autograder snapshot`: public cases store the reference's outcome."""
-
-    def __init__(self, store: dict):
-        self.store = store
-
-    def __enter__(self):
-        _ctx()["record"] = self.store
-        return self.store
-
-    def __exit__(self, *exc):
-        _ctx()["record"] = None
-
-
-class GraderError(Exception):
-    """A problem of the grader or the assignment, never the student's fault."""
-
-
-# ------------------------------------------------------------------ inputs
-
-def _dtype(name: str | torch.dtype) -> torch.dtype:
-    return name if isinstance(name, torch.dtype) else getattr(torch, name)
-
-
-def tensor(data, dtype: str = "float32") -> torch.Tensor:
-    """A literal tensor, e.g. `tensor([1.0, 2.0, 3.0])`."""
-    return torch.tensor(data, dtype=_dtype(dtype))
-
-
-def array(data, dtype: str = "float32") -> np.ndarray:
-    """A literal NumPy array, e.g. `array([1.0, 2.0, 3.0])`."""
-    return np.array(data, dtype=np.dtype(dtype))
-
-
-def to_numpy(value: Any) -> Any:
-    """The same inputs as NumPy arrays: every tensor inside tuples/lists/dicts is converted
-    (dtype kept), e.g. `to_numpy(randn(2, 3, seed=1))` or `to_numpy(block_params(8, 16, seed=2))`."""
-    if isinstance(value, torch.Tensor):
-        return value.detach().cpu().numpy().copy()
-    if isinstance(value, (tuple, list)):
-        return type(value)(to_numpy(v) for v in value)
-    if isinstance(value, dict):
-        return {k: to_numpy(v) for k, v in value.items()}
-    return value
-
-
-_made: dict[tuple, tuple[torch.Tensor, int]] = {}
-_made_lock = threading.Lock()
-
-
-def _memoized(make):
-    """Every submission's question files ask for the same seeded inputs: make each once and
-    hand out the same tensor, which lets the trusted caches (`fingerprint`) recognise it.
-    A tensor changed in place since (its version counter moved) is made afresh."""
-
-    def wrapper(*shape, **options):
-        key = (make.__name__, shape, tuple(sorted(options.items())))
-        with _made_lock:
-            hit = _made.get(key)
-        if hit is not None and hit[0]._version == hit[1]:
-            return hit[0]
-        t = make(*shape, **options)
-        with _made_lock:
-            _made[key] = (t, t._version)
-        return t
-
-    wrapper.__name__, wrapper.__doc__ = make.__name__, make.__doc__
-    return wrapper
-
-
-@_memoized
-def randn(*shape: int, seed: int, dtype: str = "float32", scale: float = 1.0,
-          shift: float = 0.0) -> torch.Tensor:
-    """Seeded normal values (generated in this process: the student cannot influence them)."""
-    g = torch.Generator().manual_seed(seed)
-    return (torch.randn(*shape, generator=g, dtype=torch.float64) * scale + shift).to(_dtype(dtype))
-
-
-@_memoized
-def random_mask(*shape: int, seed: int, p: float = 0.3) -> torch.Tensor:
-    """A seeded bool mask (True = blocked) that never blocks a whole row."""
-    g = torch.Generator().manual_seed(seed)
-    m = torch.rand(*shape, generator=g) < p
-    m[..., 0] = False
-    return m
-
-
-@_memoized
-def future_mask(T: int) -> torch.Tensor:
-    """The causal mask, built here so other questions never depend on the student's."""
-    return torch.ones(T, T, dtype=torch.bool).triu(1)
-
-
-def attention_params(d_model: int, *, seed: int, dtype: str = "float32") -> dict:
-    names = ["w_q", "w_k", "w_v", "w_o"]
-    return {n: randn(d_model, d_model, seed=seed + i, dtype=dtype, scale=d_model ** -0.5)
-            for i, n in enumerate(names)}
-
-
-def block_params(d_model: int, d_ff: int, *, seed: int, dtype: str = "float32") -> dict:
-    p = attention_params(d_model, seed=seed, dtype=dtype)
-    p.update(
-        ln1_gamma=randn(d_model, seed=seed + 10, dtype=dtype, scale=0.2, shift=1.0),
-        ln1_beta=randn(d_model, seed=seed + 11, dtype=dtype, scale=0.2),
-        w1=randn(d_model, d_ff, seed=seed + 12, dtype=dtype, scale=d_model ** -0.5),
-        b1=randn(d_ff, seed=seed + 13, dtype=dtype, scale=0.1),
-        w2=randn(d_ff, d_model, seed=seed + 14, dtype=dtype, scale=d_ff ** -0.5),
-        b2=randn(d_model, seed=seed + 15, dtype=dtype, scale=0.1),
-        ln2_gamma=randn(d_model, seed=seed + 16, dtype=dtype, scale=0.2, shift=1.0),
-        ln2_beta=randn(d_model, seed=seed + 17, dtype=dtype, scale=0.2),
-    )
-    return p
-
-
-def upstream_for(output: Any, seed: int) -> Any:
-    """A seeded random gradient shaped like each floating-point tensor of `output`."""
-    g = torch.Generator().manual_seed(seed)
-
-    def make(value):
-        if isinstance(value, torch.Tensor):
-            if not value.is_floating_point():
-                return None
-            return torch.randn(value.shape, generator=g, dtype=torch.float64).to(value.dtype)
-        if isinstance(value, tuple):
-            return tuple(make(v) for v in value)
-        if isinstance(value, list):
-            return [make(v) for v in value]
-        return None
-
-    result = make(output)
-    # No floating-point tensor anywhere (NumPy outputs, say): no gradient to ask for.
-    return None if not list(iter_arrays(result)) else result
-
-
-# ------------------------------------------------------------------ expected outcomes
-
-class snapshot:
-    """Expected values recorded from the reference into `snapshots/<question>.json`."""
-
-    def __init__(self, key: str):
-        self.key = key
-
-
-_reference_cache: dict[tuple, dict] = {}
-_cache_lock = threading.Lock()
-
-
-def _reference_outcome(assignment: Assignment, fn_name: str, args, kwargs, seed: int,
-                       want_grad: bool) -> dict:
-    """The reference's outcome; cached, since every submission gets the same inputs."""
-    key = (str(assignment.root), call_digest(fn_name, seed, want_grad, args, kwargs))
-    with _cache_lock:
-        cached = _reference_cache.get(key)
-    if cached is None:
-        cached = _compute_reference_outcome(assignment, fn_name, args, kwargs, seed, want_grad)
-        with _cache_lock:
-            _reference_cache[key] = cached
-    return cached
-
-
-def _compute_reference_outcome(assignment: Assignment, fn_name: str, args, kwargs, seed: int,
-                               want_grad: bool) -> dict:
-    try:
-        ref = getattr(assignment.load_reference(), fn_name)
-    except (AssignmentError, AttributeError) as e:
-        raise GraderError(f"reference for {fn_name} unavailable: {e}") from e
-    first = run_call(ref, args, kwargs)
-    if first["status"] != "ok":
-        raise GraderError(f"the reference {fn_name} failed: {first['error']}")
-    upstream = upstream_for(first["output"], seed) if want_grad else None
-    full = run_call(ref, args, kwargs, upstream=upstream, want_grad=want_grad)
-    out = roundtrip_outcome(full)
-    out["upstream"] = upstream
-    return out
-
-
-def _snapshot_path(assignment: Assignment, question: str) -> Path:
-    return assignment.snapshot_dir / f"{question}.json"
-
-
-_snapshot_cache: dict[str, dict] = {}
-
-
-def _load_snapshot(path: Path) -> dict:
-    key = str(path)
-    if key not in _snapshot_cache:
-        if not path.is_file():
-            raise GraderError(f"snapshot file {path.name} is missing: run `autograder snapshot`")
-        _snapshot_cache[key] = json.loads(path.read_text())
-    return _snapshot_cache[key]
-
-
-def _same_inputs(a: Any, b: Any) -> bool:
-    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
-        return (isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.dtype == b.dtype
-                and a.shape == b.shape and bool(np.array_equal(a, b, equal_nan=True)))
-    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
-        return (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)
-                and a.dtype == b.dtype and a.shape == b.shape and bool(torch.equal(a, b)))
-    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
-        return len(a) == len(b) and all(_same_inputs(x, y) for x, y in zip(a, b))
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_same_inputs(a[k], b[k]) for k in a)
-    return a == b
-
-
-def _snapshot_outcome(assignment: Assignment, question: str, key: str, fn_name: str, args,
-                      kwargs, seed: int, want_grad: bool) -> dict:
-    store = _ctx()["record"]
-    if store is not None:
-        exp = _reference_outcome(assignment, fn_name, args, kwargs, seed, want_grad)
-        store.setdefault(question, {})[key] = {
-            "function": fn_name,
-            "inputs": encode((tuple(args), dict(kwargs)), None),
-            "upstream": encode(exp["upstream"], None),
-            "output": encode(exp["output"], None),
-            "grads": None if exp["grads"] is None else
-            {k: encode(v, None) for k, v in exp["grads"].items()},
-        }
-        return exp
-    path = _snapshot_path(assignment, question)
-    digest = call_digest(fn_name, seed, want_grad, args, kwargs)
-    with _cache_lock:
-        hit = _decoded_snapshots.get((str(path), key))
-    if hit is not None and hit[0] == digest:
-        return hit[1]
-    data = _load_snapshot(path).get(key)
-    if data is None:
-        raise GraderError(f"snapshot {question}/{key} is missing: run `autograder snapshot`")
-    if data["function"] != fn_name or not _same_inputs(
-            decode(data["inputs"], None), (tuple(args), dict(kwargs))):
-        raise GraderError(f"snapshot {question}/{key} is stale: run `autograder snapshot`")
-    grads = data.get("grads")
-    outcome = {
-        "status": "ok", "output": decode(data["output"], None),
-        "upstream": decode(data["upstream"], None),
-        "grads": None if grads is None else {k: decode(v, None) for k, v in grads.items()},
-        "grad_error": None, "mutated": [], "forbidden": [], "called": [], "error": None,
-    }
-    with _cache_lock:
-        _decoded_snapshots[(str(path), key)] = (digest, outcome)
-    return outcome
-
-
-# Decoded snapshot entries, with the digest of the inputs they were checked against.
-_decoded_snapshots: dict[tuple[str, str], tuple[bytes, dict]] = {}
+__all__ = [
+    "Question", "questions_in", "GraderError", "CheckFailed",
+    # inputs
+    "tensor", "array", "to_numpy", "randn", "random_mask", "future_mask", "attention_params",
+    "block_params", "upstream_for",
+    # expected outcomes
+    "snapshot", "recording",
+    # answers
+    "MISSING", "MissingAnswer", "answer_digest", "answer_form",
+]
 
 
 # ------------------------------------------------------------------ the question
@@ -307,89 +66,6 @@ def questions_in(test_file: str | Path) -> list["Question"]:
     """The Question objects a loaded question file created."""
     path = os.path.realpath(str(test_file))
     return [q for (f, _), q in list(_registry.items()) if f == path]
-
-
-class MissingAnswer:
-    """Stands in for an answer variable the student's file does not define at all (otter
-    passes None for it, which reads as "not answered yet")."""
-
-    def __repr__(self) -> str:
-        return "<missing>"
-
-
-MISSING = MissingAnswer()
-
-
-def _canonical(value: Any, depth: int = 0) -> Any:
-    """A JSON-able form of an answer, so that equal answers written differently agree:
-    numbers compare by value to 6 significant digits (4, 4.0 and np.int64(4) are one answer),
-    text ignores case and surrounding spaces, tuples and lists (and 1-d arrays) are sequences.
-    Raises TypeError for anything else."""
-    if depth > 4:
-        raise TypeError("nested too deeply")
-    if isinstance(value, (bool, np.bool_)):
-        return ["bool", bool(value)]
-    if isinstance(value, np.ndarray) and value.ndim <= 1 and value.dtype.kind in "biuf":
-        value = value.tolist()
-    if isinstance(value, numbers.Real):
-        try:
-            x = float(value)
-        except (OverflowError, ValueError):
-            raise TypeError("a number too large to check") from None
-        if not math.isfinite(x):
-            return ["num", repr(x)]
-        x = float(f"{x:.6g}")
-        return ["num", int(x) if x.is_integer() and abs(x) < 2**63 else repr(x)]
-    if isinstance(value, str):
-        return ["str", value.strip().casefold()]
-    if isinstance(value, (tuple, list)) and len(value) <= 64:
-        return ["seq", [_canonical(v, depth + 1) for v in value]]
-    raise TypeError(type(value).__name__)
-
-
-def answer_digest(name: str, value: Any) -> str:
-    """What a snapshot keeps of a public answer: a salted hash of its canonical form."""
-    text = json.dumps([name, _canonical(value)], sort_keys=True)
-    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
-
-
-def answer_form(value: Any) -> str:
-    """The kind of answer expected, in words that do not give the answer away."""
-    c = _canonical(value)
-    if c[0] == "bool":
-        return "True or False"
-    if c[0] == "num":
-        return "a number"
-    if c[0] == "str":
-        return "a short text (a str)"
-    items = c[1]
-    if items and all(i[0] == "num" for i in items):
-        return f"a tuple of {len(items)} numbers"
-    return f"a tuple of {len(items)} items"
-
-
-def _form_of_canonical(c: Any) -> str:
-    try:
-        return answer_form(_from_canonical(c))
-    except TypeError:
-        return "?"
-
-
-def _from_canonical(c: Any) -> Any:
-    kind, v = c
-    if kind == "bool":
-        return v
-    if kind == "num":
-        return v if isinstance(v, int) else float(v)
-    if kind == "str":
-        return v
-    return tuple(_from_canonical(i) for i in v)
-
-
-def _show(value: Any) -> str:
-    text = repr(value) if not isinstance(value, np.ndarray) else \
-        f"array({value.tolist()!r})" if value.size <= 16 else f"an array of shape {value.shape}"
-    return text if len(text) <= 80 else text[:77] + "..."
 
 
 class Question:

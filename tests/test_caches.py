@@ -1,13 +1,12 @@
 """The trusted side's caches: every submission gets the same inputs, so inputs, their digests,
 their encodings and float64 copies are remembered; a tensor changed in place is never served
-from a stale entry."""
+from a stale entry. (Remembered encodings are tested with the wire format, in
+tests/sandbox/test_wire_properties.py.)"""
 
 import numpy as np
 import torch
 
 from autograder import cases, checks
-from autograder.sandbox import wire
-from autograder.tensor_cache import TensorMemo
 from autograder.sandbox.execute import run_call
 from autograder.fingerprint import call_digest
 
@@ -39,24 +38,6 @@ def test_seeded_inputs_are_made_once_and_again_after_a_change_in_place():
     assert b is not a and torch.equal(b, original)
     assert cases.future_mask(4) is cases.future_mask(4)
     assert torch.equal(cases.future_mask(3), torch.ones(3, 3, dtype=torch.bool).triu(1))
-
-
-def test_remembered_encodings_follow_changes_in_place():
-    memo = TensorMemo()
-    t = torch.arange(4, dtype=torch.float32)
-
-    def sent(value):
-        buffers: list[bytes] = []
-        tree = wire.encode(value, buffers, memo=memo)
-        return wire.decode(tree, buffers)
-
-    first = sent((t, {"w": t}))
-    assert torch.equal(first[0], t) and torch.equal(first[1]["w"], t)
-    t.add_(1)
-    assert torch.equal(sent(t), torch.arange(1, 5, dtype=torch.float32))
-    t.requires_grad_(True)
-    buffers: list[bytes] = []
-    assert wire.encode(t, buffers, memo=memo)["requires_grad"] is True
 
 
 def test_float64_copies_follow_changes_and_refuse_non_finite_values():

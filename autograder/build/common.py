@@ -1,41 +1,21 @@
-"""`autograder build`: what students get, and what graders run elsewhere.
-
-Three outputs, all made from the assignment folder and the engine:
-
-* the student bundle (`<name>-student/` and a zip of it): the template `.py` and notebook, the
-  engine, and the assignment's PUBLIC question files and snapshots. Hidden cases are cut out of
-  the question files by their syntax tree (every `@test_case` function marked hidden), and
-  no reference code is copied, so `autograder check` and `grader.check` run from snapshots.
-* a Gradescope autograder zip (`<name>-gradescope.zip`): `setup.sh`, `run_autograder`, the
-  engine and the full assignment (hidden cases and the reference included); it grades with the
-  sandboxed `autograder grade` and converts its JSON (`autograder/gradescope.py`).
-* an otter-grader autograder zip (`<name>-otter.zip`), made with `otter generate`, for
-  instructors who already run otter. Otter copies its `files/` into the submission's folder
-  next to `tests/`, so the assignment's `assignment.toml`, snapshots, template and reference
-  travel as `files/` and are found next to the tests, as here. The reference and the engine are
-  folders (packages), never loose `.py` files, which otter would take for a second submission.
-
-Every bundle keeps the assignment's data in one folder whose `assignment.toml` points at a copy
-of the template (`template/`) and, where shipped, of the reference (`reference/`).
+"""What every output of `autograder build` is made of: question files with their hidden cases
+cut out, the assignment folder (its `assignment.toml` rewritten to point at the copies), a copy
+of the engine, pinned requirements, and reproducible zips.
 """
 from __future__ import annotations
 
 import ast
-import contextlib
-import io
 import json
 import re
 import shutil
-import tempfile
 import tomllib
 import zipfile
 from pathlib import Path
 
-from .assignment import PROJECT_ROOT, Assignment
-from .gradescope import hidden_visibility
-from .notebook import notebook_text, student_assignment_dir
+from ..assignment import PROJECT_ROOT, Assignment
+from ..gradescope import hidden_visibility
 
-ENGINE_DIR = Path(__file__).resolve().parent
+ENGINE_DIR = Path(__file__).resolve().parent.parent
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 
 
@@ -146,7 +126,7 @@ GRADER_ONLY_KEYS = ("reference", "mistakes")
 
 def grader_only_files(assignment: Assignment) -> dict[str, Path]:
     """{key: file} for the instructor-only files this assignment names (and has)."""
-    from .assignment import _resolve
+    from ..assignment import _resolve
 
     base = assignment.root.parent.parent
     files = {}
@@ -313,210 +293,3 @@ def gradescope_settings(assignment: Assignment) -> dict:
     except ValueError as e:
         raise BuildError(str(e)) from None
     return gs
-
-
-# ------------------------------------------------------------------ the three builds
-
-STUDENT_README = """\
-# {title}
-
-Your starting files:
-
-* `{py}`: the exercises as a Python file;
-* `{nb}`: the same exercises as a Jupyter notebook, with an explanation for each question.
-
-Work in whichever you prefer and submit that one file. Each function's docstring states its
-contract (shapes, dtypes, what it must return).
-
-## Setup (once)
-
-```sh
-python3 -m venv .venv
-. .venv/bin/activate            # Windows: .venv\\Scripts\\activate
-pip install -r requirements.txt
-```
-
-For the notebook you also need Jupyter (JupyterLab, VS Code...) with this environment's kernel.
-
-## Checking your work
-
-From this folder:
-
-```sh
-python -m autograder check {py}        # or: python -m autograder check {nb}
-python -m autograder check {py} -v     # list the passing cases too
-```
-
-In the notebook, run the first code cell once, then the `grader.check("...")` cell under each
-question. A question not started says "not implemented yet"; a failing case says what is wrong.
-
-These are the public cases. More cases (other shapes, float64, masks, several heads...) are
-graded after you submit, so write general code rather than code that fits these examples.
-
-## What is in this folder
-
-* `{assignment_dir}/`: the public test cases (`tests/`) and their expected values
-  (`snapshots/`); `template/` keeps an untouched copy of the template.
-* `autograder/`: the checking engine. You do not need to read or change it.
-"""
-
-
-CLASSROOM_INSTALL = ["python -m pip install --upgrade pip", "pip install -r requirements.txt"]
-
-
-def classroom_workflow(assignment: Assignment) -> str:
-    """The GitHub Classroom workflow of a student repository made from the student bundle."""
-    from .classroom import workflow_yaml
-
-    return workflow_yaml(assignment, assignment_dir=student_assignment_dir(assignment),
-                         install=CLASSROOM_INSTALL)
-
-
-def shipped_files(assignment: Assignment) -> dict[str, bytes]:
-    """Files of a student repository that students must not change: the workflow and the
-    public tests. Class grading flags repositories where they differ."""
-    from .classroom import WORKFLOW_PATH
-
-    files = {WORKFLOW_PATH: classroom_workflow(assignment).encode()}
-    files.update(public_test_files(assignment, student_assignment_dir(assignment)))
-    return files
-
-
-def build_student(assignment: Assignment, out: Path) -> Path:
-    """The student bundle folder (and a zip of it next to it); with its GitHub Classroom
-    workflow, it is also the template repository of a Classroom assignment."""
-    dest = _fresh(out / f"{assignment.name}-student")
-    py = assignment.student_file
-    nb = Path(py).stem + ".ipynb"
-    shutil.copyfile(assignment.template, dest / py)
-    (dest / nb).write_text(notebook_text(assignment))
-    write_engine(dest)
-    adir = student_assignment_dir(assignment)
-    write_assignment_folder(assignment, dest / adir, hidden=False, reference=False)
-    student_reqs = pinned_requirements(extra=("ipykernel",))
-    (dest / "requirements.txt").write_text(_requirements_text(student_reqs))
-    (dest / "README.md").write_text(STUDENT_README.format(
-        title=assignment.title, py=py, nb=nb, assignment_dir=adir))
-    from .classroom import WORKFLOW_PATH
-
-    (dest / WORKFLOW_PATH).parent.mkdir(parents=True, exist_ok=True)
-    (dest / WORKFLOW_PATH).write_text(classroom_workflow(assignment))
-    zip_folder(dest, out / f"{assignment.name}-student.zip")
-    return dest
-
-
-SETUP_SH = """\
-#!/usr/bin/env bash
-# Gradescope runs this once, as root, when it builds the autograder's image.
-set -euo pipefail
-cd "$(dirname "$0")"
-ROOT="${{GRADESCOPE_ROOT:-/autograder}}"
-export DEBIAN_FRONTEND=noninteractive
-
-if command -v apt-get >/dev/null 2>&1; then
-  apt-get update -qq
-  # bubblewrap is the strongest sandbox where the container allows it; grading works without.
-  apt-get install -y -qq python3 python3-venv bubblewrap >/dev/null || true
-fi
-
-# The engine needs Python 3.11 or newer.
-PY=""
-for candidate in python3.13 python3.12 python3.11 python3; do
-  if command -v "$candidate" >/dev/null 2>&1 && \\
-     "$candidate" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
-    PY="$(command -v "$candidate")"
-    break
-  fi
-done
-if [ -z "$PY" ]; then
-  apt-get install -y -qq software-properties-common >/dev/null
-  add-apt-repository -y ppa:deadsnakes/ppa
-  apt-get update -qq
-  apt-get install -y -qq python3.11 python3.11-venv >/dev/null
-  PY="$(command -v python3.11)"
-fi
-if ! "$PY" -m venv "$ROOT/venv"; then
-  apt-get install -y -qq "python3.$("$PY" -c 'import sys; print(sys.version_info[1])')-venv"
-  "$PY" -m venv "$ROOT/venv"
-fi
-
-"$ROOT/venv/bin/python" -m pip install --quiet --upgrade pip
-# A CPU build of torch, at the project's pinned version (no CUDA download).
-"$ROOT/venv/bin/python" -m pip install --quiet {torch} --index-url {index}
-"$ROOT/venv/bin/python" -m pip install --quiet -r requirements.txt
-# The sandbox drops to an unprivileged user, which must be able to read the interpreter.
-chmod a+rx "$ROOT" || true
-chmod -R a+rX "$ROOT/venv" "$ROOT/source" || true
-"$ROOT/venv/bin/python" -m autograder sandbox
-"""
-
-RUN_AUTOGRADER = """\
-#!/usr/bin/env bash
-# Gradescope runs this for every submission. GRADESCOPE_ROOT (default /autograder) is the folder
-# holding source/, submission/ and results/: point it at a copy of that layout to try it locally.
-# AUTOGRADER_PYTHON overrides the interpreter (default: the venv setup.sh made).
-ROOT="${{GRADESCOPE_ROOT:-/autograder}}"
-PYTHON="${{AUTOGRADER_PYTHON:-$ROOT/venv/bin/python}}"
-if [ ! -x "$PYTHON" ]; then PYTHON="$(command -v python3)"; fi
-cd "$ROOT/source" || exit 1
-exec "$PYTHON" -m autograder.gradescope --root "$ROOT" -a {assignment_dir}
-"""
-
-
-def build_gradescope(assignment: Assignment, out: Path) -> Path:
-    """The Gradescope autograder zip."""
-    gradescope_settings(assignment)   # validate early
-    with tempfile.TemporaryDirectory() as tmp:
-        src = Path(tmp)
-        write_engine(src)
-        adir = student_assignment_dir(assignment)
-        write_assignment_folder(assignment, src / adir, hidden=True, reference=True)
-        torch, rest = _split_torch(pinned_requirements())
-        (src / "requirements.txt").write_text(
-            "# Installed by setup.sh after torch (CPU build). Pinned as in constraints.txt.\n"
-            + "\n".join(rest) + "\n")
-        (src / "setup.sh").write_text(SETUP_SH.format(torch=torch or "torch",
-                                                      index=TORCH_CPU_INDEX))
-        (src / "run_autograder").write_text(RUN_AUTOGRADER.format(assignment_dir=adir))
-        return zip_folder(src, out / f"{assignment.name}-gradescope.zip",
-                          executables=("setup.sh", "run_autograder"))
-
-
-def build_otter(assignment: Assignment, out: Path) -> Path:
-    """An otter-grader autograder zip, made by `otter generate`."""
-    from otter.generate import main as otter_generate
-
-    settings = gradescope_settings(assignment)
-    zip_path = (out / f"{assignment.name}-otter.zip").resolve()
-    with tempfile.TemporaryDirectory() as tmp:
-        stage = Path(tmp)
-        # Otter ships tests/ and copies files/ next to it in the submission's folder: the
-        # assignment folder's contents, flattened, make that folder the assignment's root.
-        write_assignment_folder(assignment, stage, hidden=True, reference=True)
-        write_engine(stage)
-        files = sorted(p.name for p in stage.iterdir() if p.name != "tests")
-        if any((stage / f).is_file() and f.endswith(".py") for f in files):
-            raise BuildError("a loose .py file would break otter's .py submissions")
-        torch, rest = _split_torch(pinned_requirements())
-        (stage / "requirements.txt").write_text(
-            "\n".join([f"--extra-index-url {TORCH_CPU_INDEX}"] + ([torch] if torch else [])
-                      + [r for r in rest if not _norm(r).startswith("otter-grader")]) + "\n")
-        (stage / "otter_config.json").write_text(json.dumps({
-            "lang": "python",
-            "show_hidden": settings["hidden_visibility"] != "hidden",
-        }, indent=2))
-        with contextlib.chdir(stage), contextlib.redirect_stdout(io.StringIO()):
-            otter_generate(tests_dir="tests", output_path=str(zip_path),
-                           config="otter_config.json", requirements="requirements.txt",
-                           files=files, python_version="3.11")
-    return zip_path
-
-
-def build_all(assignment: Assignment, out: Path, *, otter: bool = True) -> dict[str, Path]:
-    out.mkdir(parents=True, exist_ok=True)
-    built = {"student": build_student(assignment, out),
-             "student_zip": out / f"{assignment.name}-student.zip",
-             "gradescope": build_gradescope(assignment, out)}
-    if otter:
-        built["otter"] = build_otter(assignment, out)
-    return built

@@ -1,0 +1,50 @@
+"""`autograder build`: what students get, and what graders run elsewhere.
+
+Three outputs, all made from the assignment folder and the engine, one module each:
+
+* `student`: the student bundle (`<name>-student/` and a zip of it): the template `.py` and
+  notebook, the engine, and the assignment's PUBLIC question files and snapshots. Hidden cases
+  are cut out of the question files by their syntax tree (every `@test_case` function marked
+  hidden), and no reference code is copied, so `autograder check` and `grader.check` run from
+  snapshots.
+* `gradescope`: a Gradescope autograder zip (`<name>-gradescope.zip`): `setup.sh`,
+  `run_autograder`, the engine and the full assignment (hidden cases and the reference
+  included); it grades with the sandboxed `autograder grade` and converts its JSON
+  (`autograder/gradescope.py`).
+* `otter`: an otter-grader autograder zip (`<name>-otter.zip`), made with `otter generate`, for
+  instructors who already run otter.
+
+`common` holds what they are made of. Every bundle keeps the assignment's data in one folder
+whose `assignment.toml` points at a copy of the template (`template/`) and, where shipped, of the
+reference (`reference/`).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..assignment import Assignment
+from .common import (ENGINE_DIR, GRADER_ONLY_KEYS, TORCH_CPU_INDEX, BuildError, case_visibility,
+                     grader_only_files, gradescope_settings, pinned_requirements,
+                     public_test_files, question_files, rewrite_toml, snapshot_keys,
+                     strip_hidden_cases, write_assignment_folder, write_engine, zip_folder)
+from .gradescope import build_gradescope
+from .otter import build_otter
+from .student import build_student, classroom_workflow, shipped_files
+
+__all__ = [
+    "build_all", "build_student", "build_gradescope", "build_otter", "shipped_files",
+    "classroom_workflow", "BuildError", "ENGINE_DIR", "GRADER_ONLY_KEYS", "TORCH_CPU_INDEX",
+    "case_visibility", "grader_only_files", "gradescope_settings", "pinned_requirements",
+    "public_test_files", "question_files", "rewrite_toml", "snapshot_keys",
+    "strip_hidden_cases", "write_assignment_folder", "write_engine", "zip_folder",
+]
+
+
+def build_all(assignment: Assignment, out: Path, *, otter: bool = True) -> dict[str, Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    built = {"student": build_student(assignment, out),
+             "student_zip": out / f"{assignment.name}-student.zip",
+             "gradescope": build_gradescope(assignment, out)}
+    if otter:
+        built["otter"] = build_otter(assignment, out)
+    return built

@@ -1,0 +1,101 @@
+"""The student bundle (`<name>-student/` and a zip of it): the template `.py` and notebook, the
+engine, and the assignment's public question files and snapshots, with no reference code, so
+`autograder check` and `grader.check` run from snapshots. With its GitHub Classroom workflow it
+is also the template repository of a Classroom assignment.
+"""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from ..assignment import Assignment
+from ..notebook import notebook_text, student_assignment_dir
+from .common import (_fresh, _requirements_text, pinned_requirements, public_test_files,
+                     write_assignment_folder, write_engine, zip_folder)
+
+STUDENT_README = """\
+# {title}
+
+Your starting files:
+
+* `{py}`: the exercises as a Python file;
+* `{nb}`: the same exercises as a Jupyter notebook, with an explanation for each question.
+
+Work in whichever you prefer and submit that one file. Each function's docstring states its
+contract (shapes, dtypes, what it must return).
+
+## Setup (once)
+
+```sh
+python3 -m venv .venv
+. .venv/bin/activate            # Windows: .venv\\Scripts\\activate
+pip install -r requirements.txt
+```
+
+For the notebook you also need Jupyter (JupyterLab, VS Code...) with this environment's kernel.
+
+## Checking your work
+
+From this folder:
+
+```sh
+python -m autograder check {py}        # or: python -m autograder check {nb}
+python -m autograder check {py} -v     # list the passing cases too
+```
+
+In the notebook, run the first code cell once, then the `grader.check("...")` cell under each
+question. A question not started says "not implemented yet"; a failing case says what is wrong.
+
+These are the public cases. More cases (other shapes, float64, masks, several heads...) are
+graded after you submit, so write general code rather than code that fits these examples.
+
+## What is in this folder
+
+* `{assignment_dir}/`: the public test cases (`tests/`) and their expected values
+  (`snapshots/`); `template/` keeps an untouched copy of the template.
+* `autograder/`: the checking engine. You do not need to read or change it.
+"""
+
+
+CLASSROOM_INSTALL = ["python -m pip install --upgrade pip", "pip install -r requirements.txt"]
+
+
+def classroom_workflow(assignment: Assignment) -> str:
+    """The GitHub Classroom workflow of a student repository made from the student bundle."""
+    from ..classroom import workflow_yaml
+
+    return workflow_yaml(assignment, assignment_dir=student_assignment_dir(assignment),
+                         install=CLASSROOM_INSTALL)
+
+
+def shipped_files(assignment: Assignment) -> dict[str, bytes]:
+    """Files of a student repository that students must not change: the workflow and the
+    public tests. Class grading flags repositories where they differ."""
+    from ..classroom import WORKFLOW_PATH
+
+    files = {WORKFLOW_PATH: classroom_workflow(assignment).encode()}
+    files.update(public_test_files(assignment, student_assignment_dir(assignment)))
+    return files
+
+
+def build_student(assignment: Assignment, out: Path) -> Path:
+    """The student bundle folder (and a zip of it next to it); with its GitHub Classroom
+    workflow, it is also the template repository of a Classroom assignment."""
+    dest = _fresh(out / f"{assignment.name}-student")
+    py = assignment.student_file
+    nb = Path(py).stem + ".ipynb"
+    shutil.copyfile(assignment.template, dest / py)
+    (dest / nb).write_text(notebook_text(assignment))
+    write_engine(dest)
+    adir = student_assignment_dir(assignment)
+    write_assignment_folder(assignment, dest / adir, hidden=False, reference=False)
+    student_reqs = pinned_requirements(extra=("ipykernel",))
+    (dest / "requirements.txt").write_text(_requirements_text(student_reqs))
+    (dest / "README.md").write_text(STUDENT_README.format(
+        title=assignment.title, py=py, nb=nb, assignment_dir=adir))
+    from ..classroom import WORKFLOW_PATH
+
+    (dest / WORKFLOW_PATH).parent.mkdir(parents=True, exist_ok=True)
+    (dest / WORKFLOW_PATH).write_text(classroom_workflow(assignment))
+    zip_folder(dest, out / f"{assignment.name}-student.zip")
+    return dest

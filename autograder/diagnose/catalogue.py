@@ -1,0 +1,155 @@
+"""The catalogue API, for assignment authors: an assignment's `mistakes.py` makes a
+`catalogue = Catalogue()` and registers its known mistakes on it (`variant`, `rule`, `describe`);
+the engine finds and loads that file (`catalogue_for`), and reports read the names and hints
+(`describe_mistakes`)."""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import re
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable
+
+from ..assignment import Assignment, AssignmentError, _resolve
+from .symptoms import Predicate
+
+
+@dataclass
+class Mistake:
+    """A known mistake: how to recognise it and what to tell the student."""
+
+    id: str
+    name: str = ""
+    hint: str = ""
+    # Each alternative maps function names to mistaken implementations `impl(ref, *args, **kw)`,
+    # `ref` being the unmodified reference module. Any alternative may match.
+    alternatives: list[dict[str, Callable]] = field(default_factory=list)
+    when: Predicate | None = None
+    functions: tuple[str, ...] | None = None     # rules only: the functions it applies to
+    questions: tuple[str, ...] | None = None
+
+    def text(self) -> str:
+        """The line shown next to a failing case."""
+        return f"likely mistake: {self.name}. {self.hint}"
+
+
+class Catalogue:
+    """The known mistakes of one assignment; the assignment's `mistakes.py` fills it."""
+
+    def __init__(self) -> None:
+        self.mistakes: dict[str, Mistake] = {}
+
+    def _entry(self, id: str, name: str | None, hint: str | None,
+               questions: Iterable[str] | None) -> Mistake:
+        if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", id or ""):
+            raise ValueError(f"mistake id {id!r}: use letters, digits and _")
+        m = self.mistakes.setdefault(id, Mistake(id))
+        if name:
+            m.name = name.strip().rstrip(".")
+        if hint:
+            m.hint = hint.strip()
+        if questions:
+            m.questions = tuple(questions)
+        return m
+
+    def variant(self, id: str, function: str, *, name: str | None = None,
+                hint: str | None = None, when: Predicate | None = None, alternative: int = 0,
+                questions: Iterable[str] | None = None) -> Callable:
+        """Decorator: `impl(ref, *args, **kwargs)` is `function` as this mistake computes it.
+
+        Register several functions under one id (with the same `alternative`) for a mistake that
+        spans them, e.g. a split and the merge that mirrors it; give another `alternative` number
+        for another way of making the same mistake. `name` and `hint` are needed once per id.
+        """
+        m = self._entry(id, name, hint, questions)
+
+        def register(impl: Callable) -> Callable:
+            while len(m.alternatives) <= alternative:
+                m.alternatives.append({})
+            if function in m.alternatives[alternative]:
+                raise ValueError(f"mistake {id}: {function} registered twice in alternative "
+                                 f"{alternative}")
+            m.alternatives[alternative][function] = impl
+            if when is not None:
+                m.when = when
+            return impl
+
+        return register
+
+    def describe(self, id: str, *, name: str, hint: str) -> Mistake:
+        """Name a mistake whose variants are registered without a name (e.g. in a loop)."""
+        return self._entry(id, name, hint, None)
+
+    def rule(self, id: str, *, name: str, hint: str, when: Predicate,
+             functions: Iterable[str] | None = None,
+             questions: Iterable[str] | None = None) -> Mistake:
+        """A mistake recognised from what the outcome shows, with no variant to run."""
+        m = self._entry(id, name, hint, questions)
+        m.when = when
+        m.functions = tuple(functions) if functions else None
+        return m
+
+    def problems(self) -> list[str]:
+        out = []
+        for m in self.mistakes.values():
+            if not m.name or not m.hint:
+                out.append(f"mistake {m.id} needs a name and a hint")
+            if not m.alternatives and m.when is None:
+                out.append(f"mistake {m.id} has neither a variant nor a rule")
+            if any(not alt for alt in m.alternatives):
+                out.append(f"mistake {m.id} skips an alternative number")
+        return out
+
+
+_catalogues: dict[str, Catalogue] = {}
+_lock = threading.Lock()
+
+
+def catalogue_path(assignment: Assignment) -> Path | None:
+    rel = assignment.config.get("mistakes")
+    if not rel:
+        return None
+    return _resolve(assignment.root, assignment.root.parent.parent, rel)
+
+
+def catalogue_for(assignment: Assignment) -> Catalogue | None:
+    """The assignment's catalogue, or None if it has none (or it is not on this machine)."""
+    path = catalogue_path(assignment)
+    if path is None or not path.is_file():
+        return None
+    return load_catalogue(path)
+
+
+def load_catalogue(path: str | Path) -> Catalogue:
+    key = str(Path(path).resolve())
+    with _lock:
+        cached = _catalogues.get(key)
+    if cached is not None:
+        return cached
+    digest = hashlib.sha256(key.encode()).hexdigest()[:12]
+    spec = importlib.util.spec_from_file_location(f"_mistakes_{digest}", key)
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as e:  # noqa: BLE001 - an instructor's file: say what is wrong with it
+        raise AssignmentError(f"mistake catalogue {Path(key).name}: {type(e).__name__}: {e}") \
+            from e
+    catalogue = getattr(module, "catalogue", None)
+    if not isinstance(catalogue, Catalogue):
+        raise AssignmentError(f"mistake catalogue {Path(key).name} defines no "
+                              "`catalogue = Catalogue()`")
+    problems = catalogue.problems()
+    if problems:
+        raise AssignmentError(f"mistake catalogue {Path(key).name}: " + "; ".join(problems))
+    with _lock:
+        return _catalogues.setdefault(key, catalogue)
+
+
+def describe_mistakes(assignment: Assignment) -> dict[str, dict[str, str]]:
+    """{mistake id: {"name", "hint"}} for reports."""
+    catalogue = catalogue_for(assignment)
+    if catalogue is None:
+        return {}
+    return {m.id: {"name": m.name, "hint": m.hint} for m in catalogue.mistakes.values()}

@@ -1,0 +1,72 @@
+"""One submission's diagnosis, for the grader: `Question.check` reports every check
+(`note_check`) while a `Session` collects them; once the submission's last call is made,
+`Session.apply` names the mistake of each failing case whose evidence is unambiguous."""
+from __future__ import annotations
+
+import sys
+import threading
+from typing import Any
+
+from ..assignment import Assignment, AssignmentError
+from .catalogue import catalogue_for
+from .variants import CheckRecord, _Runner, find_matches
+
+_state = threading.local()
+_warned: set[str] = set()
+
+
+class Session:
+    """Collects one submission's checks while it is graded; `apply` names the mistakes."""
+
+    def __init__(self, assignment: Assignment):
+        self.assignment = assignment
+        self.passed: dict[str, list[CheckRecord]] = {}
+        self.failed: list[tuple[CheckRecord, Any]] = []
+
+    def __enter__(self) -> "Session":
+        self._previous = getattr(_state, "session", None)
+        _state.session = self
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _state.session = self._previous
+
+    def apply(self) -> None:
+        """Set `diagnosis` and `hint` on each failing case whose mistake is unambiguous."""
+        if not self.failed:
+            return
+        try:
+            catalogue = catalogue_for(self.assignment)
+            if catalogue is None:
+                return
+            runner = _Runner(self.assignment, catalogue)
+        except (AssignmentError, OSError, SyntaxError) as e:
+            message = str(e)
+            if "not available" not in message and message not in _warned:
+                _warned.add(message)
+                print(f"autograder: diagnosis disabled: {message}", file=sys.stderr)
+            return
+        for record, case in self.failed:
+            try:
+                found = find_matches(runner, record, self.passed)
+            except Exception as e:  # noqa: BLE001 - never let diagnosis change a grade
+                key = f"{type(e).__name__}: {e}"
+                if key not in _warned:
+                    _warned.add(key)
+                    print(f"autograder: diagnosis of {record.function} failed: {key}",
+                          file=sys.stderr)
+                continue
+            if len(found) == 1:
+                case.diagnosis = [found[0].id]
+                case.hint = found[0].text()
+
+
+def note_check(record: CheckRecord, passed: bool, case: Any = None) -> None:
+    """Called for every `Question.check`; kept only while a Session is collecting."""
+    session = getattr(_state, "session", None)
+    if session is None:
+        return
+    if passed:
+        session.passed.setdefault(record.function, []).append(record)
+    elif case is not None:
+        session.failed.append((record, case))
