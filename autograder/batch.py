@@ -183,7 +183,10 @@ class _Grader:
         if _internal_error(result):
             # Not kept in the cache: the next run tries again. The sandbox may be in any state
             # after a fault of the grader: the next submission gets a fresh one.
-            self.close()
+            try:
+                self.close()
+            except Exception:  # noqa: BLE001 - a fresh one is started all the same
+                self.sandbox = None
             return result
         if self.cache is not None and key is not None:
             try:

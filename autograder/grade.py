@@ -171,12 +171,15 @@ def grade_submission(assignment: Assignment, path: Path, sandbox: Sandbox,
 
 
 def report_internal_error(shown: str, error: BaseException) -> None:
-    """Tell the instructor, on stderr, where the grader failed (the row says only that)."""
+    """Tell the instructor, on stderr, where the grader failed (the row says only that): the
+    exception and the innermost frames, on one line each."""
     import traceback
 
-    trace = "".join(traceback.format_exception(error))[-4000:]
-    print(f"autograder: internal error while grading {shown}; its row says so, the other "
-          f"submissions are graded as usual:\n{trace}", file=sys.stderr)
+    frames = traceback.extract_tb(error.__traceback__)[-6:]
+    where = "\n".join(f"  at {Path(f.filename).name}:{f.lineno} in {f.name}" for f in frames)
+    print(f"autograder: internal error while grading {shown} (its row says so; the other "
+          f"submissions are graded as usual): {type(error).__name__}: {str(error)[:300]}\n"
+          f"{where}", file=sys.stderr)
 
 
 def _grade_submission(assignment: Assignment, path: Path, sandbox: Sandbox,
