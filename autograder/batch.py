@@ -137,7 +137,9 @@ def grade_class(assignment: Assignment, students: list[Student], *, out: Path | 
             bar.close()
     for g in graded:
         g.result.student = g.student.name
-        g.result.notes = list(g.student.notes)
+        # The class list's notes first, then the grading's own (a flag for review, say).
+        g.result.notes = list(g.student.notes) + [n for n in g.result.notes
+                                                  if n not in g.student.notes]
     return graded  # type: ignore[return-value]
 
 
@@ -159,20 +161,51 @@ class _Grader:
             self.sandbox = Sandbox(self.sandbox_level, slot=self.slot, wait=False)
 
     def grade(self, file: Path, key: str | None) -> SubmissionResult:
-        from .grade import grade_submission
+        """One submission's row, whatever happens while grading it (`grade_submission` already
+        turns its own faults into rows; this also covers starting the sandbox and the cache).
+        Only a sandbox that cannot run at all (SandboxError) and Ctrl-C end the run."""
+        from .grade import grade_submission, report_internal_error
+        from .runner import internal_error
+        from .sandbox import SandboxError
 
-        self.start_sandbox()
-        result = grade_submission(self.assignment, file, self.sandbox, self.limits,
-                                  questions=self.questions, display_path=display(str(file)),
-                                  include_hidden=not self.public_only)
+        shown = display(str(file))
+        try:
+            self.start_sandbox()
+            result = grade_submission(self.assignment, file, self.sandbox, self.limits,
+                                      questions=self.questions, display_path=shown,
+                                      include_hidden=not self.public_only)
+        except SandboxError:
+            raise
+        except Exception as e:  # noqa: BLE001 - one submission must never end a class run
+            report_internal_error(shown, e)
+            result = internal_error(self.assignment, shown, e,
+                                    include_hidden=not self.public_only)
+        if _internal_error(result):
+            # Not kept in the cache: the next run tries again. The sandbox may be in any state
+            # after a fault of the grader: the next submission gets a fresh one.
+            try:
+                self.close()
+            except Exception:  # noqa: BLE001 - a fresh one is started all the same
+                self.sandbox = None
+            return result
         if self.cache is not None and key is not None:
-            self.cache.put(key, result)
+            try:
+                self.cache.put(key, result)
+            except OSError as e:
+                print(f"autograder: could not cache the result of {shown}: {e}", file=sys.stderr)
         return result
 
     def close(self) -> None:
         if self.sandbox is not None:
             self.sandbox.close()
             self.sandbox = None
+
+
+def _internal_error(result: SubmissionResult) -> bool:
+    from .runner import INTERNAL_ERROR
+
+    return any(c.status == INTERNAL_ERROR for q in result.questions.values() for c in q.cases) \
+        or (not result.questions and bool(result.error))
 
 
 def _grade_all(grader: _Grader, todo: list[tuple[int, Path, str | None]], jobs: int):

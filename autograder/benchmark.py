@@ -4,7 +4,11 @@ It builds a class from a corpus folder (subfolders such as correct/, wrong/, bro
 submission files), each copy made unique, grades it with `autograder grade` in a subprocess
 while sampling the memory (PSS) of the whole process tree, then measures, in the same run, the
 peers the targets are stated against: `otter run` on a sample of the same submissions, and
-`python -c "import torch"` for the student's `autograder check`.
+`python -c "import torch"` for the student's `autograder check`. It also grades, in one
+grading process, a few honest submissions and then the corpus's forged-reply submissions
+(`hostile/forged_reply_*.py`: workers that send malformed replies, one large buffer referenced
+thousands of times...) and prints that trusted process's peak memory (VmHWM) for each, side by
+side: what a hostile reply may cost the grader is bounded (see `sandbox/wire.py`).
 """
 from __future__ import annotations
 
@@ -114,6 +118,22 @@ def run(assignment_name: str, corpus: Path, n: int, jobs: int, otter_sample: int
         except (OSError, ValueError, KeyError):
             print("per submission: no results file was written")
 
+        hostile = sorted((corpus / "hostile").glob("forged_reply_*.py"))
+        if hostile:
+            honest_dir, hostile_dir = work / "peak-honest", work / "peak-hostile"
+            honest_dir.mkdir()
+            hostile_dir.mkdir()
+            for f in sorted(cls.glob("*.py"))[:len(hostile)]:
+                shutil.copy(f, honest_dir / f.name)
+            for f in hostile:
+                shutil.copy(f, hostile_dir / f.name)
+            honest_peak, _ = trusted_peak(assignment_name, honest_dir)
+            hostile_peak, statuses = trusted_peak(assignment_name, hostile_dir)
+            print(f"trusted grading process, peak (VmHWM, one process): "
+                  f"{honest_peak / 2**20:.0f} MiB for {len(hostile)} honest submissions; "
+                  f"{hostile_peak / 2**20:.0f} MiB for {len(hostile)} forged-reply ones "
+                  f"({statuses}); a reply may add at most ~420 MiB (sandbox/wire.py)")
+
         otter_zip = _otter_zip(assignment, work)
         if otter_zip is not None and otter_sample > 0:
             sample = sorted(cls.glob("*.py"))[:otter_sample]
@@ -141,6 +161,37 @@ def run(assignment_name: str, corpus: Path, n: int, jobs: int, otter_sample: int
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0
+
+
+def trusted_peak(assignment_name: str, folder: Path) -> tuple[int, str]:
+    """(peak resident memory in bytes, what the rows say) of one fresh process grading the
+    submissions of `folder` by itself (`--jobs 1`: the trusted side of every reply is there)."""
+    code = ("import sys; from autograder.benchmark import _grade_and_report_peak; "
+            "_grade_and_report_peak(sys.argv[1], sys.argv[2])")
+    r = subprocess.run([sys.executable, "-c", code, assignment_name, str(folder)],
+                       capture_output=True, text=True)
+    for line in r.stdout.splitlines():
+        if line.startswith("peak "):
+            _, peak, statuses = line.split(" ", 2)
+            return int(peak), statuses
+    raise RuntimeError(f"measuring the trusted process failed: {r.stderr[-2000:]}")
+
+
+def _grade_and_report_peak(assignment_name: str, folder: str) -> None:
+    from collections import Counter
+
+    from .assignment import load_assignment
+    from .batch import grade_class
+    from .classlist import discover
+
+    assignment = load_assignment(assignment_name)
+    graded = grade_class(assignment, discover([folder], assignment.student_file), out=None,
+                         jobs=1, sandbox_level="auto", limits=assignment.limits, progress=False)
+    rows = Counter("malformed reply" if "malformed reply" in (g.result.error or "") else
+                   "internal error" if "grader failed" in (g.result.error or "") else
+                   f"{g.result.score:g}/{g.result.max_score:g}" for g in graded)
+    summary = ", ".join(f"{n} {what}" for what, n in sorted(rows.items()))
+    print(f"peak {procfs.memory(os.getpid(), 'VmHWM')} {summary}")
 
 
 def _otter_zip(assignment, work: Path) -> Path | None:

@@ -19,9 +19,10 @@ from .checks import CheckFailed, Problem
 from .sandbox.execute import describe_error, install_tripwires
 from .sandbox.limits import Limits
 from .results import SubmissionResult
-from .runner import QuestionStopped, failed_everywhere, grade_functions, tripwire_names
-from .sandbox import Sandbox
-from .sandbox.session import WorkerSession, WorkerStopped
+from .runner import (QuestionStopped, failed_everywhere, grade_functions, internal_error,
+                     malformed_reply, tripwire_names)
+from .sandbox import Sandbox, SandboxError
+from .sandbox.session import MalformedReply, WorkerSession, WorkerStopped
 from .submissions import Submission, UnreadableSubmission, read_submission
 from .tensor_cache import TensorMemo
 
@@ -151,9 +152,40 @@ def grade_submission(assignment: Assignment, path: Path, sandbox: Sandbox,
                      limits: Limits | None = None, questions: list[str] | None = None,
                      display_path: str | None = None,
                      include_hidden: bool = True) -> SubmissionResult:
-    """Grade one file in the sandbox, with every case. Never raises for a student's doing."""
-    limits = limits or assignment.limits
+    """Grade one file in the sandbox, with every case. Never raises for a student's doing, nor
+    for a fault of the grader on this one submission (that becomes its row, an internal error);
+    only a sandbox that cannot run at all (SandboxError) ends the caller's run."""
     shown = display_path or str(path)
+    try:
+        return _grade_submission(assignment, path, sandbox, limits, questions, shown,
+                                 include_hidden)
+    except MalformedReply as e:
+        return malformed_reply(assignment, shown, e.detail, include_hidden=include_hidden,
+                               sandbox=sandbox.description)
+    except SandboxError:
+        raise
+    except Exception as e:  # noqa: BLE001 - one submission must never end a class run
+        report_internal_error(shown, e)
+        return internal_error(assignment, shown, e, include_hidden=include_hidden,
+                              sandbox=sandbox.description)
+
+
+def report_internal_error(shown: str, error: BaseException) -> None:
+    """Tell the instructor, on stderr, where the grader failed (the row says only that): the
+    exception and the innermost frames, on one line each."""
+    import traceback
+
+    frames = traceback.extract_tb(error.__traceback__)[-6:]
+    where = "\n".join(f"  at {Path(f.filename).name}:{f.lineno} in {f.name}" for f in frames)
+    print(f"autograder: internal error while grading {shown} (its row says so; the other "
+          f"submissions are graded as usual): {type(error).__name__}: {str(error)[:300]}\n"
+          f"{where}", file=sys.stderr)
+
+
+def _grade_submission(assignment: Assignment, path: Path, sandbox: Sandbox,
+                      limits: Limits | None, questions: list[str] | None, shown: str,
+                      include_hidden: bool) -> SubmissionResult:
+    limits = limits or assignment.limits
     start = time.monotonic()
     try:
         sub = read_submission(path)
@@ -211,6 +243,8 @@ def grade_submission(assignment: Assignment, path: Path, sandbox: Sandbox,
         result = grade_functions(assignment, shown, env_for_question,
                                  include_hidden=include_hidden,
                                  questions=questions, sandbox=sandbox.description)
+        if session.malformed is not None:   # even if a question file swallowed the exception
+            raise MalformedReply(session.malformed)
         result.notes += in_cell_order(notes + cell_error_notes(loaded.cell_errors, filename))
         for qid, qnotes in signature_notes(assignment, loaded.defined).items():
             if qid in result.questions and result.questions[qid].status != "passed":

@@ -4,7 +4,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable
 
-CASE_STATUSES = ("passed", "failed", "not_attempted", "error", "timeout", "memory", "forbidden")
+CASE_STATUSES = ("passed", "failed", "not_attempted", "error", "timeout", "memory", "forbidden",
+                 "internal_error")
 # Question statuses, as reports show them.
 PASSED, PARTIAL, FAILED = "passed", "partial", "failed"
 NOT_ATTEMPTED, ERROR, TIMEOUT = "not attempted", "error", "timeout"
@@ -48,6 +49,8 @@ class QuestionResult:
         statuses = {c.status for c in self.cases}
         if not self.cases or statuses == {"passed"}:
             return PASSED
+        if "internal_error" in statuses:   # the grader failed: no verdict to show
+            return ERROR
         if "forbidden" in statuses:
             return FORBIDDEN
         if "timeout" in statuses:

@@ -166,3 +166,34 @@ def failed_everywhere(assignment: Assignment, path: str, status: str, message: s
                  for tc in test_file.test_cases if include_hidden or not tc.hidden]
         results[q.id] = QuestionResult(q.id, cases)
     return SubmissionResult(path, results, error=message, sandbox=sandbox)
+
+
+def malformed_reply(assignment: Assignment, path: str, detail: str, *, include_hidden: bool,
+                    sandbox: str | None = None) -> SubmissionResult:
+    """The row of a submission whose grading process sent a reply no honest one sends: every
+    case errors, and the row says the submission is flagged for review."""
+    from .sandbox.session import MALFORMED   # not at the top: `check` never needs the sandbox
+
+    message = f"{MALFORMED} ({detail}); grading stopped there and this submission is " \
+              "flagged for review"
+    row = failed_everywhere(assignment, path, "error", message, include_hidden=include_hidden,
+                            sandbox=sandbox)
+    row.notes.append(f"flagged for review: {MALFORMED} ({detail})")
+    return row
+
+
+INTERNAL_ERROR = "internal_error"
+
+
+def internal_error(assignment: Assignment, path: str, error: BaseException, *,
+                   include_hidden: bool, sandbox: str | None = None) -> SubmissionResult:
+    """The row of a submission the grader itself failed on (a bug of the grader, not the
+    student's doing): every case says so; the instructor should look."""
+    what = f"{type(error).__name__}: {str(error)[:200]}"
+    message = f"the grader failed on this submission ({what}); this is not a verdict on " \
+              "your work: the instructor should look at it"
+    try:
+        return failed_everywhere(assignment, path, INTERNAL_ERROR, message,
+                                 include_hidden=include_hidden, sandbox=sandbox)
+    except Exception:  # noqa: BLE001 - even the question files fail: one row without questions
+        return SubmissionResult(path, {}, error=message, sandbox=sandbox)

@@ -36,6 +36,11 @@ EXPECTED = {
     "fake_score_output.py": ZERO,
     "filesystem_and_sys_modules_reference_search.py": ZERO,
     "forge_worker_channel.py": ZERO,
+    "forged_reply_bad_floats.py": ZERO,
+    "forged_reply_malformed_types.py": ZERO,
+    "forged_reply_non_string_params.py": ZERO,
+    "forged_reply_shared_buffer.py": ZERO,
+    "forged_reply_trusted_side_exception.py": ZERO,
     "gc_object_scan.py": ZERO,
     "monkeypatch_numpy.py": ZERO,
     "monkeypatch_otter.py": ZERO,
@@ -71,6 +76,9 @@ STATUS = {
     ("sys_exit_at_import.py", "softmax"): "error",
     ("os_exit_in_softmax.py", "softmax"): "error",
     ("forbidden_call_bypass.py", "softmax"): "forbidden call",
+    **{(f"forged_reply_{kind}.py", q): "error" for q in QUESTIONS
+       for kind in ("bad_floats", "malformed_types", "non_string_params", "shared_buffer",
+                    "trusted_side_exception")},
 }
 
 

@@ -38,7 +38,7 @@ from ..results import diagnoses, mistake_counts
 from .catalogue import (Catalogue, Mistake, catalogue_for, catalogue_path, describe_mistakes,
                         load_catalogue)
 from .evaluate import NONE, Evaluation, evaluate, read_header
-from .session import Session, note_check
+from .session import KEPT_BYTES, RECORD_FACTOR, RECORD_FLOOR, Session, note_check, outcome_bytes
 from .symptoms import (CLOSER, INF, Evidence, Predicate, all_of, any_of, changed_input, distance,
                        equals_expected_transposed, expected_dtype, explains, forbidden_call,
                        gradient_cut, lowered_precision, mixed_precision_error,
@@ -62,7 +62,7 @@ __all__ = [
     # variants
     "CheckRecord", "find_matches",
     # one submission
-    "Session", "note_check",
+    "KEPT_BYTES", "RECORD_FACTOR", "RECORD_FLOOR", "Session", "note_check", "outcome_bytes",
     # corpus evaluation
     "NONE", "Evaluation", "evaluate", "read_header",
 ]

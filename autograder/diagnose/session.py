@@ -7,7 +7,10 @@ import sys
 import threading
 from typing import Any
 
+import numpy as np
+
 from ..assignment import Assignment, AssignmentError
+from ..sandbox.execute import iter_arrays
 from .catalogue import catalogue_for
 from .variants import CheckRecord, _Runner, find_matches
 
@@ -22,6 +25,7 @@ class Session:
         self.assignment = assignment
         self.passed: dict[str, list[CheckRecord]] = {}
         self.failed: list[tuple[CheckRecord, Any]] = []
+        self.kept_bytes = 0     # of the student's outcomes held in the records above
 
     def __enter__(self) -> "Session":
         self._previous = getattr(_state, "session", None)
@@ -61,11 +65,32 @@ class Session:
                 case.hint = found[0].text()
 
 
+# What one submission's records may hold of the student's outcomes, whatever they return: a
+# record is kept if its outcome is at most RECORD_FACTOR times the reference's (or
+# RECORD_FLOOR), while the submission's total stays within KEPT_BYTES. Honest outcomes are tens
+# of kilobytes; a case whose record is not kept simply gets no named mistake.
+RECORD_FACTOR = 4
+RECORD_FLOOR = 2**20
+KEPT_BYTES = 64 * 2**20
+
+
+def outcome_bytes(outcome: dict) -> int:
+    """Bytes of the arrays in an outcome's output and gradients."""
+    return sum(a.nbytes if isinstance(a, np.ndarray) else a.numel() * a.element_size()
+               for _, a in iter_arrays((outcome.get("output"), outcome.get("grads"))))
+
+
 def note_check(record: CheckRecord, passed: bool, case: Any = None) -> None:
-    """Called for every `Question.check`; kept only while a Session is collecting."""
+    """Called for every `Question.check`; kept only while a Session is collecting, and only
+    within the memory bounds above."""
     session = getattr(_state, "session", None)
     if session is None:
         return
+    size = outcome_bytes(record.got)
+    if size > max(RECORD_FACTOR * outcome_bytes(record.expected), RECORD_FLOOR) \
+            or session.kept_bytes + size > KEPT_BYTES:
+        return
+    session.kept_bytes += size
     if passed:
         session.passed.setdefault(record.function, []).append(record)
     elif case is not None:

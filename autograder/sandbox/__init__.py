@@ -34,8 +34,10 @@ Channels, and what crosses them:
   trusted side sends the student's source as text (never a path), then one `call` per case:
   the function name, the inputs and upstream gradient as plain arrays, the forbidden names. The
   worker replies with an *outcome* (`protocol.py`): plain arrays, short strings, lists of
-  names. Nothing is ever unpickled; everything the worker says is validated (`decode_outcome`)
-  and is at most evidence, never a verdict.
+  names. Nothing is ever unpickled; everything the worker says is validated (`decode_outcome`,
+  `session.py`) and is at most evidence, never a verdict. A reply that does not validate (a
+  wrong type anywhere, a forged frame) ends that submission, flagged for review
+  (`session.MalformedReply`); what one reply may cost the trusted side is bounded (`wire.py`).
 * time: the trusted side enforces per-question and per-submission wall-clock limits by asking
   the fork server to SIGKILL the worker; the worker's own signal handlers cannot delay that.
 

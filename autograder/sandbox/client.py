@@ -75,7 +75,7 @@ class Sandbox:
             self.control.settimeout(max(0.01, deadline - time.monotonic()))
             try:
                 chunk = self.control.recv(65536)
-            except socket.timeout:
+            except (socket.timeout, ConnectionError):
                 chunk = None
             if not chunk:
                 err = b""
@@ -102,8 +102,13 @@ class Sandbox:
                    "open_files": limits.open_files,
                    "processes": limits.processes,
                    "output_bytes": limits.output_kb * 1024}}
-        socket.send_fds(self.control, [json.dumps(req).encode() + b"\n"], [theirs.fileno()])
-        theirs.close()
+        try:
+            socket.send_fds(self.control, [json.dumps(req).encode() + b"\n"], [theirs.fileno()])
+        except OSError as e:
+            ours.close()
+            raise SandboxError(f"the sandbox's fork server stopped answering ({e})") from None
+        finally:
+            theirs.close()
         reply = self._reply(timeout=30)
         if not reply.get("spawned"):
             ours.close()
@@ -117,7 +122,7 @@ class Sandbox:
         if not todo:
             return
         self.wait_ready()
-        self.control.sendall(json.dumps({"op": "preload", "names": todo}).encode() + b"\n")
+        self._send({"op": "preload", "names": todo})
         self._reply(timeout=120)
         self._preloaded.update(todo)
 
@@ -131,12 +136,19 @@ class Sandbox:
     def finish(self, wid: int, grace: float = 0.0, wait: bool = True) -> dict:
         """Stop a worker; with `wait`, return how it ended (exit code or signal, peak memory).
         Without, the fork server's answer is read (and dropped) before the next one."""
-        self.control.sendall(json.dumps({"op": "finish", "id": wid, "grace": grace}).encode()
-                             + b"\n")
+        self._send({"op": "finish", "id": wid, "grace": grace})
         if not wait:
             self._unanswered += 1
             return {}
         return self._reply(timeout=60)
+
+    def _send(self, request: dict) -> None:
+        # A fork server that is gone (Ctrl-C reaches it too) is the sandbox's failure, which
+        # ends the run as such, not one submission's.
+        try:
+            self.control.sendall(json.dumps(request).encode() + b"\n")
+        except OSError as e:
+            raise SandboxError(f"the sandbox's fork server stopped answering ({e})") from None
 
     def _reply(self, timeout: float) -> dict:
         self._drain()

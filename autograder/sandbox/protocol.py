@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .wire import WireError, decode, encode
+import torch
+
+from .wire import Budget, Opaque, WireError, decode, encode
 
 STATUSES = {"ok", "error", "not_implemented", "memory"}
 MAX_NAMES = 32
@@ -28,47 +30,73 @@ def encode_outcome(outcome: dict, buffers: list[bytes]) -> dict:
     }
 
 
-def _names(value: Any) -> list[str]:
-    if not isinstance(value, list):
+def _names(value: Any, what: str) -> list[str]:
+    """A list of short names; anything but a list of strings is malformed."""
+    if value is None:
         return []
-    return [str(v)[:120] for v in value[:MAX_NAMES]]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise WireError(f"{what} is not a list of names")
+    return [v[:120] for v in value[:MAX_NAMES]]
 
 
-def _short(value: Any, limit: int = 400) -> str | None:
+def _short(value: Any, limit: int = 400, what: str = "a text field") -> str | None:
     if value is None:
         return None
-    s = str(value)
-    return s if len(s) <= limit else s[: limit - 1] + "…"
+    if not isinstance(value, str):
+        raise WireError(f"{what} is not a string")
+    return value if len(value) <= limit else value[: limit - 1] + "…"
 
 
-def decode_outcome(node: Any, buffers: list[bytes]) -> dict:
-    """Validate and decode an outcome; raises WireError if it is not well formed."""
-    if not isinstance(node, dict) or node.get("status") not in STATUSES:
+MAX_LINE = 10**7
+
+
+def decode_error(error: Any) -> dict | None:
+    """The student's view of an exception (see `execute.describe_error`), validated."""
+    if error is None:
+        return None
+    if not isinstance(error, dict):
+        raise WireError("malformed error")
+    line = error.get("line")
+    if line is not None and not (isinstance(line, int) and not isinstance(line, bool)
+                                 and 0 <= line <= MAX_LINE):
+        raise WireError("malformed error line")
+    return {
+        "type": _short(error.get("type"), 80, "an error type"),
+        "message": _short(error.get("message"), what="an error message"),
+        "file": _short(error.get("file"), 120, "an error file"),
+        "line": line,
+        "code": _short(error.get("code"), 200, "an error's code"),
+        "function": _short(error.get("function"), 80, "an error's function"),
+    }
+
+
+def decode_outcome(node: Any, buffers: list[bytes], budget: Budget | None = None) -> dict:
+    """Validate and decode an outcome; raises WireError (and nothing else) if it is not well
+    formed: a wrong type in any field is as malformed as a wrong tree."""
+    budget = budget if budget is not None else Budget()
+    if not isinstance(node, dict) or not isinstance(node.get("status"), str) \
+            or node["status"] not in STATUSES:
         raise WireError("malformed outcome")
     grads_node = node.get("grads")
     grads = None
-    if isinstance(grads_node, dict):
-        grads = {str(k)[:120]: decode(v, buffers) for k, v in list(grads_node.items())[:64]}
-    error = node.get("error")
-    if error is not None:
-        if not isinstance(error, dict):
-            raise WireError("malformed error")
-        line = error.get("line")
-        error = {
-            "type": _short(error.get("type"), 80), "message": _short(error.get("message")),
-            "file": _short(error.get("file"), 120),
-            "line": line if isinstance(line, int) and not isinstance(line, bool) else None,
-            "code": _short(error.get("code"), 200), "function": _short(error.get("function"), 80),
-        }
+    if grads_node is not None:
+        if not isinstance(grads_node, dict) or len(grads_node) > 64:
+            raise WireError("malformed gradients")
+        grads = {}
+        for k, v in grads_node.items():
+            g = decode(v, buffers, budget=budget)
+            if not (g is None or type(g) is torch.Tensor or isinstance(g, Opaque)):
+                raise WireError("a gradient that is not a tensor")
+            grads[k[:120]] = g
     return {
         "status": node["status"],
-        "output": decode(node.get("output", {"t": "none"}), buffers),
+        "output": decode(node.get("output", {"t": "none"}), buffers, budget=budget),
         "grads": grads,
-        "grad_error": _short(node.get("grad_error"), 300),
-        "mutated": _names(node.get("mutated")),
-        "forbidden": _names(node.get("forbidden")),
-        "called": _names(node.get("called")),
-        "error": error,
+        "grad_error": _short(node.get("grad_error"), 300, "a gradient error"),
+        "mutated": _names(node.get("mutated"), "mutated"),
+        "forbidden": _names(node.get("forbidden"), "forbidden"),
+        "called": _names(node.get("called"), "called"),
+        "error": decode_error(node.get("error")),
     }
 
 

@@ -9,12 +9,14 @@ from __future__ import annotations
 import socket
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 from . import wire
 from .limits import Limits
-from .protocol import decode_outcome
+from .protocol import decode_error, decode_outcome
 from .client import Sandbox
+
+MALFORMED = "the grading process of this submission sent a malformed reply"
 
 
 class WorkerStopped(Exception):
@@ -24,6 +26,16 @@ class WorkerStopped(Exception):
         super().__init__(message)
         self.status = status
         self.message = message
+
+
+class MalformedReply(Exception):
+    """The worker sent what no honest worker sends (a wrong type anywhere, an undecodable tree,
+    a forged frame): the submission ends here, flagged for review. Deliberately not a
+    `WorkerStopped`, which costs only the case at hand."""
+
+    def __init__(self, detail: str):
+        super().__init__(f"{MALFORMED} ({detail})")
+        self.detail = detail
 
 
 @dataclass
@@ -59,6 +71,7 @@ class WorkerSession:
         self.started = time.monotonic()
         self.question_deadline = self.started + limits.question_seconds
         self.question_seconds = limits.question_seconds
+        self.malformed: str | None = None   # set once a reply was malformed: nothing more runs
 
     # -- deadlines
     def begin_question(self) -> None:
@@ -69,6 +82,7 @@ class WorkerSession:
 
     # -- lifecycle
     def load(self) -> LoadResult:
+        self._refuse_if_malformed()
         self.wid, self.sock, self.memory_bytes = self.sandbox.spawn(self.limits)
         self.reader = wire.Reader(self.sock)
         deadline = min(time.monotonic() + self.limits.import_seconds,
@@ -80,16 +94,10 @@ class WorkerSession:
         else:
             request["source"] = self.source
         reply, rbuf = self._exchange(request, [], deadline, "importing your file")
-        if reply.get("ok"):
-            defined = reply.get("defined") if isinstance(reply.get("defined"), dict) else {}
-            return LoadResult(True, {str(k)[:80]: v for k, v in list(defined.items())[:64]
-                                     if isinstance(v, dict)},
-                              cell_errors=_cell_errors(reply.get("cell_errors")),
-                              answers=_answers(reply.get("answers"), rbuf, self.answers))
-        status = reply.get("status") if reply.get("status") in (
-            "error", "memory", "not_implemented") else "error"
-        error = decode_outcome({"status": "error", "error": reply.get("error")}, [])["error"]
-        return LoadResult(False, {}, status, error)
+        try:
+            return _load_result(reply, rbuf, self.api, self.answers)
+        except Exception as e:  # noqa: BLE001 - untrusted data: every failure is malformed
+            self._malformed(e)
 
     def _stop(self, grace: float = 0.0, wait: bool = True) -> dict:
         info = {}
@@ -101,6 +109,18 @@ class WorkerSession:
             self.wid = None
         return info
 
+    def _refuse_if_malformed(self) -> None:
+        if self.malformed is not None:
+            raise MalformedReply(self.malformed)
+
+    def _malformed(self, error: BaseException | str) -> NoReturn:
+        """End this submission's worker for good: its reply was malformed."""
+        detail = error if isinstance(error, str) else (
+            str(error)[:200] if isinstance(error, wire.WireError) else type(error).__name__)
+        self._stop()
+        self.malformed = detail
+        raise MalformedReply(detail)
+
     def close(self) -> None:
         # Every answer is in: the worker is killed at once, and how it ended is of no interest.
         self._stop(wait=False)
@@ -108,6 +128,7 @@ class WorkerSession:
     # -- calls
     def call(self, fn: str, args: tuple, kwargs: dict, *, upstream: Any, want_grad: bool,
              forbidden: list[str]) -> dict:
+        self._refuse_if_malformed()
         if self.sock is None:
             loaded = self.load()
             if not loaded.ok:
@@ -122,13 +143,11 @@ class WorkerSession:
                   "forbidden": list(forbidden)}
         reply, rbuf = self._exchange(header, buffers, self._deadline(), f"running {fn}")
         try:
-            if not reply.get("ok"):
-                raise wire.WireError("worker refused the call")
-            return decode_outcome(reply.get("outcome"), rbuf)
-        except wire.WireError as e:
-            self._stop()
-            raise WorkerStopped("error", f"{fn} returned something the grader cannot read "
-                                         f"({e})") from None
+            if reply.get("ok") is not True:
+                raise wire.WireError("the worker refused a call")
+            return decode_outcome(reply.get("outcome"), rbuf, wire.Budget(release=True))
+        except Exception as e:  # noqa: BLE001 - untrusted data: every failure is malformed
+            self._malformed(e)
 
     def _exchange(self, header: dict, buffers: list[bytes], deadline: float,
                   doing: str) -> tuple[dict, list[bytes]]:
@@ -151,49 +170,101 @@ class WorkerSession:
             raise WorkerStopped("timeout", f"time limit: {doing} took longer than the "
                                            f"{seconds:g} s allowed for {limit} (an endless "
                                            "loop?)") from None
-        except (EOFError, ConnectionError, OSError, wire.WireError):
+        except wire.WireError as e:    # a frame no honest worker writes
+            self._malformed(e)
+        except (EOFError, ConnectionError, OSError):
             info = self._stop(grace=1.0)
             raise WorkerStopped(*_death(info, doing)) from None
 
 
-def _answers(value: Any, buffers: list[bytes], names: list[str]) -> dict:
-    """Decode the worker's report of the answer variables (untrusted data): only the names
-    asked for; a value that does not decode becomes an opaque stand-in."""
-    out: dict = {}
+# -- validation of the load reply (untrusted data): each raises on anything an honest worker
+# (worker.py) does not send, and the caller turns that into MalformedReply.
+
+LOAD_STATUSES = ("error", "memory", "not_implemented")
+
+
+def _load_result(reply: dict, buffers: list[bytes], api: list[str],
+                 answer_names: list[str]) -> LoadResult:
+    ok = reply.get("ok")
+    if ok is True:
+        return LoadResult(True, _defined(reply.get("defined"), api),
+                          cell_errors=_cell_errors(reply.get("cell_errors")),
+                          answers=_answers(reply.get("answers"), buffers, answer_names))
+    if ok is False:
+        status = reply.get("status")
+        if not isinstance(status, str) or status not in LOAD_STATUSES:
+            raise wire.WireError("malformed load status")
+        _syntax(reply.get("syntax"))
+        return LoadResult(False, {}, status, decode_error(reply.get("error")))
+    raise wire.WireError("malformed load reply")
+
+
+def _defined(value: Any, api: list[str]) -> dict:
+    """The worker's report of the API names it found: {name: {"kind", "params"}}."""
     if not isinstance(value, dict):
-        return out
-    for name in names:
-        if name not in value:
-            continue
-        try:
-            out[name] = wire.decode(value[name], buffers)
-        except (wire.WireError, TypeError, ValueError, OverflowError):
-            out[name] = wire.Opaque("value the grader cannot read")
+        raise wire.WireError("malformed list of definitions")
+    out = {}
+    for name, entry in value.items():
+        if name not in api or not isinstance(entry, dict):
+            raise wire.WireError("malformed definition")
+        kind, params = entry.get("kind"), entry.get("params")
+        if not isinstance(kind, str) or len(kind) > 60:
+            raise wire.WireError("malformed kind of a definition")
+        if params is not None and (not isinstance(params, list) or len(params) > 16 or not all(
+                isinstance(p, str) and len(p) <= 60 for p in params)):
+            raise wire.WireError("parameters that are not a list of names")
+        out[name] = {"kind": kind, "params": None if params is None else list(params)}
     return out
+
+
+def _answers(value: Any, buffers: list[bytes], names: list[str]) -> dict:
+    """Decode the worker's report of the answer variables: only names asked for."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or not set(value) <= set(names):
+        raise wire.WireError("malformed answers")
+    budget = wire.Budget(release=True)
+    return {name: wire.decode(value[name], buffers, budget=budget)
+            for name in names if name in value}
+
+
+MAX_CELL_ERRORS = 20
 
 
 def _cell_errors(value: Any) -> list[dict]:
-    """Validate the worker's report of failing notebook cells (untrusted data)."""
+    """Validate the worker's report of failing notebook cells."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise wire.WireError("malformed cell errors")
     out: list[dict] = []
-    for item in value[:20] if isinstance(value, list) else []:
-        if not isinstance(item, dict) or not isinstance(item.get("cell"), int) \
-                or isinstance(item.get("cell"), bool):
-            continue
-        status = item.get("status") if item.get("status") in (
-            "error", "memory", "not_implemented") else "error"
-        try:
-            error = decode_outcome({"status": "error", "error": item.get("error")}, [])["error"]
-        except wire.WireError:
-            error = None
-        syntax = item.get("syntax") if isinstance(item.get("syntax"), dict) else None
-        if syntax is not None:
-            line = syntax.get("line")
-            syntax = {"line": line if isinstance(line, int) and not isinstance(line, bool)
-                      else None, "text": str(syntax.get("text", ""))[:200],
-                      "msg": str(syntax.get("msg", ""))[:200]}
-        out.append({"cell": item["cell"], "status": status, "error": error or {},
-                    "syntax": syntax})
+    for item in value[:MAX_CELL_ERRORS]:
+        if not isinstance(item, dict):
+            raise wire.WireError("malformed cell error")
+        cell, status = item.get("cell"), item.get("status")
+        if not isinstance(cell, int) or isinstance(cell, bool) or not 0 <= cell <= 10**6:
+            raise wire.WireError("malformed cell number")
+        if not isinstance(status, str) or status not in LOAD_STATUSES:
+            raise wire.WireError("malformed cell status")
+        out.append({"cell": cell, "status": status,
+                    "error": decode_error(item.get("error")) or {},
+                    "syntax": _syntax(item.get("syntax"))})
     return out
+
+
+def _syntax(value: Any) -> dict | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise wire.WireError("malformed syntax error")
+    line = value.get("line")
+    if line is not None and (not isinstance(line, int) or isinstance(line, bool)
+                             or not 0 <= line <= 10**7):
+        raise wire.WireError("malformed syntax error line")
+    text, msg = value.get("text", ""), value.get("msg", "")
+    if not isinstance(text, str) or not isinstance(msg, str):
+        raise wire.WireError("malformed syntax error text")
+    return {"line": line, "text": text[:200], "msg": msg[:200]}
 
 
 _SIGNALS = {9: "killed", 11: "crashed (segmentation fault; endless recursion?)", 6: "aborted",

@@ -6,6 +6,23 @@ never unpickles: every array is checked for a known dtype, a sane shape and an e
 before `np.frombuffer` touches it, and comes back as an exact base `torch.Tensor` or
 `np.ndarray` (a subclass on the sending side gains nothing). Snapshots use the same trees with
 array data inlined as JSON lists.
+
+What one message from the other side can cost the receiver is bounded whatever it says:
+
+* framing (`unpack`): a JSON header of at most MAX_HEADER (4 MiB) bytes, which Python turns into
+  at most about 25 times as much in objects (~100 MiB for a header of empty objects; measured),
+  and at most 4096 buffers of at most MAX_ARRAY_BYTES (64 MiB) each, MAX_MESSAGE (256 MiB) in
+  all, every size checked before it is read, each buffer read into one allocation;
+* decoding (`decode` with a `Budget` per message): every array node counts its bytes, each time
+  it is referenced, against MAX_MESSAGE, and a buffer may be referenced only once, so a tree of
+  many nodes pointing at one large buffer cannot multiply it. A receiver that lets the budget
+  release buffers (`Budget(release=True)`) drops each raw buffer once it is copied out, so the
+  decoded message costs at most MAX_MESSAGE plus one buffer in flight.
+
+So the trusted side holds at most ~256 MiB of arrays + 64 MiB in flight + ~100 MiB of header
+objects for one reply, about 420 MiB above its baseline, and lets go of it after the case.
+Anything else (a wrong type anywhere, an unknown kind, a bad float, an int beyond 64 bits, a
+buffer index out of range or used twice, inline data where buffers are expected) is a WireError.
 """
 from __future__ import annotations
 
@@ -41,6 +58,11 @@ MAX_ITEMS = 64
 MAX_STR = 500
 MAX_ARRAY_BYTES = 64 * 2**20
 MAX_NDIM = 8
+MAX_HEADER = 4 * 2**20       # a message's JSON header
+MAX_MESSAGE = 256 * 2**20    # a message's buffers, and what its trees may decode to
+MAX_NODES = 2048     # nodes in one encoded value: an honest tree never needs more
+MAX_INT = 2**64      # ints travel up to 64 bits; a larger one is no answer to any question
+_FLOAT_WORDS = {"nan", "inf", "-inf"}   # how encode writes the non-finite floats
 
 
 class WireError(ValueError):
@@ -61,8 +83,15 @@ class Memo(Protocol):
 
 
 def encode(value: Any, buffers: list[bytes] | None, depth: int = 0,
-           memo: Memo | None = None) -> dict:
-    """Encode `value` into a tree; arrays go to `buffers` (or inline if `buffers` is None)."""
+           memo: Memo | None = None, _nodes: list[int] | None = None) -> dict:
+    """Encode `value` into a tree; arrays go to `buffers` (or inline if `buffers` is None).
+    At most MAX_NODES nodes are made: the rest of a larger value becomes an opaque node, so an
+    honest sender never makes a message the receiver refuses as too large."""
+    if _nodes is None:
+        _nodes = [0]
+    _nodes[0] += 1
+    if _nodes[0] > MAX_NODES:
+        return {"t": "other", "type": "value too large to check"}
     if depth > MAX_DEPTH:
         return {"t": "other", "type": "deeply nested value"}
     if isinstance(value, torch.Tensor) and memo is not None and buffers is not None:
@@ -110,6 +139,8 @@ def encode(value: Any, buffers: list[bytes] | None, depth: int = 0,
     if isinstance(value, bool):
         return {"t": "scalar", "kind": "bool", "v": bool(value)}
     if isinstance(value, int):
+        if not -MAX_INT < value < MAX_INT:
+            return {"t": "other", "type": "int too large to check"}
         return {"t": "scalar", "kind": "int", "v": int(value)}
     if isinstance(value, float):
         v = float(value)
@@ -119,11 +150,11 @@ def encode(value: Any, buffers: list[bytes] | None, depth: int = 0,
     if isinstance(value, (tuple, list)):
         kind = "tuple" if isinstance(value, tuple) else "list"
         items = list(value)[:MAX_ITEMS]
-        return {"t": kind, "items": [encode(v, buffers, depth + 1, memo) for v in items]}
+        return {"t": kind, "items": [encode(v, buffers, depth + 1, memo, _nodes) for v in items]}
     if isinstance(value, dict):
         items = {}
         for k, v in list(value.items())[:MAX_ITEMS]:
-            items[str(k)[:MAX_STR]] = encode(v, buffers, depth + 1, memo)
+            items[str(k)[:MAX_STR]] = encode(v, buffers, depth + 1, memo, _nodes)
         return {"t": "dict", "items": items}
     return {"t": "other", "type": type(value).__name__[:MAX_STR]}
 
@@ -151,18 +182,72 @@ def _to_json_list(arr: np.ndarray) -> Any:
     return arr.ravel().tolist()
 
 
-def decode(node: Any, buffers: list[bytes] | None, depth: int = 0) -> Any:
-    """Decode a tree made by `encode`; raises WireError on anything unexpected."""
+class Budget:
+    """What the decoding of one message may still cost: bytes of arrays (every reference
+    counts) and which buffers were used (each at most once). With `release`, each raw buffer is
+    dropped from the message's list once copied out, so raw and decoded data do not add up."""
+
+    def __init__(self, limit: int = MAX_MESSAGE, release: bool = False):
+        self.limit, self.release = limit, release
+        self.used: set[int] = set()
+        self.total = 0
+
+    def take(self, nbytes: int) -> None:
+        self.total += nbytes
+        if self.total > self.limit:
+            raise WireError("message decodes to more than the size limit")
+
+    def use(self, index: Any, buffers: list | None) -> bytes | bytearray:
+        if buffers is None or not _is_int(index) or not 0 <= index < len(buffers):
+            raise WireError("array without its data")
+        if index in self.used:
+            raise WireError("buffer referenced twice")
+        self.used.add(index)
+        raw = buffers[index]
+        if self.release:
+            buffers[index] = b""
+        return raw
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _text(v: Any, what: str) -> str:
+    if not isinstance(v, str):
+        raise WireError(f"{what} is not a string")
+    return v[:MAX_STR]
+
+
+def decode(node: Any, buffers: list[bytes] | None, depth: int = 0,
+           budget: Budget | None = None) -> Any:
+    """Decode a tree made by `encode`; raises WireError on anything unexpected (and on nothing
+    else). Several calls on one message share one `budget`."""
+    budget = budget if budget is not None else Budget()
+    try:
+        return _decode(node, buffers, depth, budget)
+    except WireError:
+        raise
+    except (TypeError, ValueError, OverflowError, KeyError, IndexError, AttributeError,
+            RecursionError) as e:
+        raise WireError(f"malformed value tree ({type(e).__name__})") from None
+
+
+def _decode(node: Any, buffers: list[bytes] | None, depth: int, budget: Budget) -> Any:
     if depth > MAX_DEPTH + 1 or not isinstance(node, dict):
         raise WireError("malformed value tree")
     t = node.get("t")
     if t in ("tensor", "ndarray"):
-        arr = _decode_array(node, buffers)
+        arr = _decode_array(node, buffers, budget)
         if t == "ndarray":
             return arr
-        tensor = torch.from_numpy(arr)
         want = node.get("torch_dtype")
-        if want == "bfloat16":
+        if want is not None and not isinstance(want, str):
+            raise WireError("malformed tensor dtype")
+        tensor = torch.from_numpy(arr)
+        if want == "bfloat16":    # sent as float32 (see encode)
+            if arr.dtype != np.float32:
+                raise WireError("malformed bfloat16 tensor")
             tensor = tensor.to(torch.bfloat16)
         return tensor
     if t == "none":
@@ -170,49 +255,56 @@ def decode(node: Any, buffers: list[bytes] | None, depth: int = 0) -> Any:
     if t == "scalar":
         kind, v = node.get("kind"), node.get("v")
         if kind == "bool":
-            return bool(v)
+            if not isinstance(v, bool):
+                raise WireError("bad bool")
+            return v
         if kind == "int":
-            if not isinstance(v, int):
+            if not _is_int(v) or not -MAX_INT < v < MAX_INT:
                 raise WireError("bad int")
             return int(v)
         if kind == "float":
-            return float(v) if isinstance(v, (int, float, str)) else _bad("bad float")
+            if isinstance(v, str) and v in _FLOAT_WORDS:
+                return float(v)
+            if isinstance(v, float) or (_is_int(v) and -MAX_INT < v < MAX_INT):
+                return float(v)
+            raise WireError("bad float")
         raise WireError("bad scalar")
     if t == "str":
-        return str(node.get("v", ""))[:MAX_STR]
+        return _text(node.get("v", ""), "a str value")
     if t in ("tuple", "list"):
         items = node.get("items")
         if not isinstance(items, list) or len(items) > MAX_ITEMS:
             raise WireError("bad sequence")
-        seq = [decode(i, buffers, depth + 1) for i in items]
+        seq = [_decode(i, buffers, depth + 1, budget) for i in items]
         return tuple(seq) if t == "tuple" else seq
     if t == "dict":
         items = node.get("items")
         if not isinstance(items, dict) or len(items) > MAX_ITEMS:
             raise WireError("bad dict")
-        return {str(k)[:MAX_STR]: decode(v, buffers, depth + 1) for k, v in items.items()}
+        return {str(k)[:MAX_STR]: _decode(v, buffers, depth + 1, budget)
+                for k, v in items.items()}
     if t == "other":
-        return Opaque(str(node.get("type", "object"))[:MAX_STR])
+        return Opaque(_text(node.get("type", "object"), "a type name"))
     raise WireError(f"unknown value kind {str(t)[:40]!r}")
 
 
-def _bad(msg: str):
-    raise WireError(msg)
-
-
-def _decode_array(node: dict, buffers: list[bytes] | None) -> np.ndarray:
+def _decode_array(node: dict, buffers: list[bytes] | None, budget: Budget) -> np.ndarray:
     dtype_name = node.get("dtype")
     shape = node.get("shape")
-    if dtype_name not in _NUMPY_DTYPES:
+    if not isinstance(dtype_name, str) or dtype_name not in _NUMPY_DTYPES:
         raise WireError(f"array of unsupported dtype {str(dtype_name)[:40]!r}")
     if (not isinstance(shape, list) or len(shape) > MAX_NDIM
-            or not all(isinstance(s, int) and 0 <= s <= MAX_ARRAY_BYTES for s in shape)):
+            or not all(_is_int(s) and 0 <= s <= MAX_ARRAY_BYTES for s in shape)):
         raise WireError("array with a malformed shape")
     dtype = _DTYPES[dtype_name]
     count = math.prod(shape)
-    if count * dtype.itemsize > MAX_ARRAY_BYTES:
+    nbytes = count * dtype.itemsize
+    if nbytes > MAX_ARRAY_BYTES:
         raise WireError("array larger than the size limit")
-    if "data" in node:  # inline (snapshots)
+    budget.take(nbytes)
+    if buffers is None:   # inline data (snapshots, which the trusted side wrote itself)
+        if "data" not in node:
+            raise WireError("array without its data")
         data = node["data"]
         if dtype.kind == "c":
             re = np.array([float(x) for x in data[0]], dtype=np.float64)
@@ -225,11 +317,10 @@ def _decode_array(node: dict, buffers: list[bytes] | None) -> np.ndarray:
         if arr.size != count:
             raise WireError("inline array of the wrong size")
         return arr.reshape(shape)
-    index = node.get("buf")
-    if buffers is None or not isinstance(index, int) or not 0 <= index < len(buffers):
-        raise WireError("array without its data")
-    raw = buffers[index]
-    if len(raw) != count * dtype.itemsize:
+    if "data" in node:
+        raise WireError("inline array data in a message")
+    raw = budget.use(node.get("buf"), buffers)
+    if len(raw) != nbytes:
         raise WireError("array data of the wrong size")
     return np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
 
@@ -245,10 +336,6 @@ class Opaque:
 
 
 # --- framing: one message = 4-byte header length, JSON header, then each buffer length-prefixed.
-
-MAX_HEADER = 4 * 2**20
-MAX_MESSAGE = 256 * 2**20
-
 
 def pack(header: dict, buffers: list[bytes]) -> bytes:
     head = json.dumps({**header, "nbuf": len(buffers)}).encode()
@@ -270,14 +357,33 @@ class Reader:
         self.sock, self.deadline = sock, deadline
         self._buf = bytearray()
 
-    def read_exact(self, n: int) -> bytes:
+    def _wait(self) -> None:
+        if self.deadline is not None:
+            left = self.deadline - time.monotonic()
+            if left <= 0:
+                raise socket.timeout
+            self.sock.settimeout(left)
+
+    def read_exact(self, n: int) -> bytes | bytearray:
+        if n > self.CHUNK:
+            # A large buffer is received straight into one allocation of its size: no growing
+            # intermediate copies of what may be 64 MiB.
+            out = bytearray(n)
+            view = memoryview(out)
+            have = min(len(self._buf), n)
+            view[:have] = self._buf[:have]
+            del self._buf[:have]
+            while have < n:
+                self._wait()
+                got = self.sock.recv_into(view[have:], n - have)
+                if not got:
+                    raise EOFError
+                have += got
+            view.release()
+            return out
         while len(self._buf) < n:
-            if self.deadline is not None:
-                left = self.deadline - time.monotonic()
-                if left <= 0:
-                    raise socket.timeout
-                self.sock.settimeout(left)
-            chunk = self.sock.recv(max(n - len(self._buf), self.CHUNK))
+            self._wait()
+            chunk = self.sock.recv(self.CHUNK)
             if not chunk:
                 raise EOFError
             self._buf += chunk
