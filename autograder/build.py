@@ -31,12 +31,11 @@ import tomllib
 import zipfile
 from pathlib import Path
 
-from .assignment import PROJECT_ROOT, Assignment
+from .assignment import Assignment
 from .gradescope import hidden_visibility
 from .notebook import notebook_text, student_assignment_dir
-
-ENGINE_DIR = Path(__file__).resolve().parent
-TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+from .project import (ENGINE_DIR, PYPROJECT, TORCH_CPU_INDEX, constraint_pins, dependencies,
+                      engine_files, normalize, requirement_name)
 
 
 class BuildError(Exception):
@@ -215,20 +214,11 @@ def question_files(assignment: Assignment, *, hidden: bool) -> dict[str, bytes]:
     return files
 
 
-def public_test_files(assignment: Assignment, assignment_dir: str) -> dict[str, bytes]:
-    """The public question files and snapshots as shipped to students, keyed by their path in
-    a student's copy whose assignment folder is `assignment_dir`."""
-    return {f"{assignment_dir}/{rel}": content
-            for rel, content in question_files(assignment, hidden=False).items()}
-
-
 def write_engine(dest: Path) -> Path:
     """A copy of the engine package (no caches)."""
     target = dest / "autograder"
-    for f in sorted(p for p in ENGINE_DIR.rglob("*") if p.is_file()):
+    for f in engine_files():
         rel = f.relative_to(ENGINE_DIR)
-        if "__pycache__" in rel.parts or f.suffix in (".pyc", ".pyo"):
-            continue
         (target / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(f, target / rel)
     return target
@@ -238,34 +228,22 @@ def write_engine(dest: Path) -> Path:
 
 def pinned_requirements(extra: tuple[str, ...] = ()) -> list[str]:
     """The engine's dependencies (pyproject.toml), pinned as in constraints.txt."""
-    pyproject = PROJECT_ROOT / "pyproject.toml"
-    constraints = PROJECT_ROOT / "constraints.txt"
-    if not pyproject.is_file():
+    if not PYPROJECT.is_file():
         raise BuildError("pyproject.toml not found: build from the project's checkout")
-    deps = tomllib.loads(pyproject.read_text())["project"]["dependencies"] + list(extra)
-    pins = {}
-    if constraints.is_file():
-        for line in constraints.read_text().splitlines():
-            m = re.match(r"\s*([A-Za-z0-9_.\-\[\]]+)\s*==\s*(\S+)", line)
-            if m:
-                pins[_norm(m.group(1))] = m.group(2)
+    pins = constraint_pins()
     out = []
-    for dep in deps:
-        name = re.split(r"[<>=!~;\[ ]", dep, maxsplit=1)[0]
-        version = pins.get(_norm(name))
+    for dep in dependencies() + list(extra):
+        name = requirement_name(dep)
+        version = pins.get(normalize(name))
         out.append(f"{name}=={version}" if version else dep)
     return out
-
-
-def _norm(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def _split_torch(reqs: list[str]) -> tuple[str | None, list[str]]:
     """(torch's pin without a local tag, the other requirements)."""
     torch, rest = None, []
     for r in reqs:
-        if _norm(re.split(r"[<>=!~; ]", r, maxsplit=1)[0]) == "torch":
+        if normalize(requirement_name(r)) == "torch":
             torch = r.split("+", 1)[0]
         else:
             rest.append(r)
@@ -372,22 +350,28 @@ def classroom_workflow(assignment: Assignment) -> str:
                          install=CLASSROOM_INSTALL)
 
 
-def shipped_files(assignment: Assignment) -> dict[str, bytes]:
-    """Files of a student repository that students must not change: the workflow and the
-    public tests. Class grading flags repositories where they differ."""
-    from .classroom import WORKFLOW_PATH
-
-    files = {WORKFLOW_PATH: classroom_workflow(assignment).encode()}
-    files.update(public_test_files(assignment, student_assignment_dir(assignment)))
-    return files
-
-
-def build_student(assignment: Assignment, out: Path) -> Path:
-    """The student bundle folder (and a zip of it next to it); with its GitHub Classroom
-    workflow, it is also the template repository of a Classroom assignment."""
-    dest = _fresh(out / f"{assignment.name}-student")
+def answer_files(assignment: Assignment) -> tuple[str, str]:
+    """The files of the student bundle that students fill in: the `.py` and the notebook."""
     py = assignment.student_file
-    nb = Path(py).stem + ".ipynb"
+    return py, Path(py).stem + ".ipynb"
+
+
+def shipped_files(assignment: Assignment) -> dict[str, bytes]:
+    """Every file of the student bundle that students must not change (all but the two they
+    fill in): the workflow, the engine copy, the assignment folder, requirements and README.
+    Class grading flags repositories where one differs, is missing, or was added beside them."""
+    with tempfile.TemporaryDirectory() as tmp:
+        dest = write_student_bundle(assignment, Path(tmp) / "bundle")
+        answers = set(answer_files(assignment))
+        return {f.relative_to(dest).as_posix(): f.read_bytes()
+                for f in sorted(dest.rglob("*"))
+                if f.is_file() and f.relative_to(dest).as_posix() not in answers}
+
+
+def write_student_bundle(assignment: Assignment, dest: Path) -> Path:
+    """The student bundle's files in `dest` (a fresh folder)."""
+    _fresh(dest)
+    py, nb = answer_files(assignment)
     shutil.copyfile(assignment.template, dest / py)
     (dest / nb).write_text(notebook_text(assignment))
     write_engine(dest)
@@ -401,6 +385,13 @@ def build_student(assignment: Assignment, out: Path) -> Path:
 
     (dest / WORKFLOW_PATH).parent.mkdir(parents=True, exist_ok=True)
     (dest / WORKFLOW_PATH).write_text(classroom_workflow(assignment))
+    return dest
+
+
+def build_student(assignment: Assignment, out: Path) -> Path:
+    """The student bundle folder (and a zip of it next to it); with its GitHub Classroom
+    workflow, it is also the template repository of a Classroom assignment."""
+    dest = write_student_bundle(assignment, out / f"{assignment.name}-student")
     zip_folder(dest, out / f"{assignment.name}-student.zip")
     return dest
 
@@ -500,7 +491,7 @@ def build_otter(assignment: Assignment, out: Path) -> Path:
         torch, rest = _split_torch(pinned_requirements())
         (stage / "requirements.txt").write_text(
             "\n".join([f"--extra-index-url {TORCH_CPU_INDEX}"] + ([torch] if torch else [])
-                      + [r for r in rest if not _norm(r).startswith("otter-grader")]) + "\n")
+                      + [r for r in rest if not normalize(r).startswith("otter-grader")]) + "\n")
         (stage / "otter_config.json").write_text(json.dumps({
             "lang": "python",
             "show_hidden": settings["hidden_visibility"] != "hidden",
