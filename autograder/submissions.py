@@ -201,16 +201,23 @@ def python_lines(source: str, notebook_vars: set[str] = frozenset({"grader"})) -
     depth = 0          # brackets left open by a neutralised statement that goes on
     for line in lines:
         stripped = line.strip()
+        if not stripped:   # the common case, kept cheap: a cell can hold a million lines
+            out.append("# " + line if depth > 0 else line)
+            continue
         if depth > 0:
             depth += _bracket_balance(line)
             out.append("# " + line)
+            continue
+        if stripped[0] not in "%?!" and stripped[-1] != "?" and "(" not in stripped \
+                and "=" not in stripped and "otter" not in stripped:
+            out.append(line)   # plain Python: none of the checks below can match
             continue
         if stripped.startswith("%time ") and depth == 0:
             # `%time statement` runs the statement (and reports how long it took)
             indent = line[: len(line) - len(line.lstrip())]
             out.append(indent + stripped[len("%time "):])
             continue
-        if _ipython_only(stripped) or _OTTER_IMPORT.match(stripped) \
+        if _ipython_only(stripped) or ("otter" in stripped and _OTTER_IMPORT.match(stripped)) \
                 or _calls_on(stripped, notebook_vars) \
                 or ("Notebook(" in stripped and "otter" in stripped):
             depth = max(0, _bracket_balance(line))
@@ -227,14 +234,17 @@ def _ipython_only(stripped: str) -> bool:
         return True
     if stripped.endswith("?") and not stripped.startswith("#"):
         return True
-    return bool(_MAGIC_ASSIGN.match(stripped))
+    return "=" in stripped and ("!" in stripped or "%" in stripped) \
+        and bool(_MAGIC_ASSIGN.match(stripped))
 
 
 def _bracket_balance(line: str) -> int:
-    code = line.split("#", 1)[0]
-    return sum(code.count(c) for c in "([{") - sum(code.count(c) for c in ")]}")
+    count = line.partition("#")[0].count
+    return count("(") + count("[") + count("{") - count(")") - count("]") - count("}")
 
 
 def _calls_on(line: str, names: set[str]) -> bool:
     """Whether the line calls a method of one of `names` (`grader.check(...)`); one pass."""
-    return "(" in line and any(m.group(1) in names for m in _OTTER_CALL.finditer(line))
+    if "(" not in line or "." not in line or not any(name in line for name in names):
+        return False
+    return any(m.group(1) in names for m in _OTTER_CALL.finditer(line))
