@@ -26,6 +26,7 @@ import tempfile
 from pathlib import Path
 
 from .assignment import Assignment, load_assignment
+from .project import PROJECT_ROOT
 from .student_files import Pick, pick_file
 
 VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
@@ -158,7 +159,7 @@ def run(root: Path, assignment_arg: str) -> dict:
     path, notes = pick_submission(root / "submission", assignment.student_file)
     if path is None:
         return _write(results_dir, failure_results("\n".join(notes), assignment))
-    engine_root = Path(__file__).resolve().parent.parent
+    engine_root = PROJECT_ROOT   # the folder holding the `autograder` package
     with tempfile.TemporaryDirectory() as tmp:
         grade_json = Path(tmp) / "grade.json"
         cmd = [sys.executable, "-m", "autograder", "grade", "-a", str(assignment.root),
