@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
-from .project import ASSIGNMENTS_DIR, PROJECT_ROOT  # noqa: F401 - re-exported for callers
+from .project import ASSIGNMENTS_DIR
 from .sandbox.limits import Limits
 
 

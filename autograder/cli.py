@@ -217,7 +217,7 @@ def cmd_build(args) -> int:
 
 def cmd_diagnose_eval(args) -> int:
     """Grade the wrong and correct corpora; measure how often feedback names the right mistake."""
-    from .assignment import PROJECT_ROOT
+    from .project import PROJECT_ROOT
     from .diagnose import evaluate
     from .grade import grade_submission
     from .sandbox import Sandbox, SandboxError

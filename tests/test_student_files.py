@@ -209,3 +209,27 @@ def test_the_notebook_code_limit_is_checked_before_line_processing(tmp_path):
     nb.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4,
                               "nbformat_minor": 5}))
     assert "MB of code" in refused(nb)
+
+
+def test_gradescope_exports_refuse_linked_submission_folders(tmp_path):
+    export = tmp_path / "export"
+    make(export, "submission_1/attention.py")
+    (export / "submission_metadata.yml").write_text(
+        "submission_1:\n  :submitters:\n  - :name: Ada\nsubmission_2:\n  :submitters:\n"
+        "  - :name: Bob\n")
+    (export / "submission_2").symlink_to(ROOT / "reference")
+    students = {s.name: s for s in discover([str(export)], "attention.py")}
+    assert students["Ada"].file == export / "submission_1" / "attention.py"
+    assert students["Bob"].file is None and students["Bob"].problem == LINKED_FOLDER
+
+
+def test_gradescope_asks_to_rename_when_no_file_has_the_expected_name(tmp_path):
+    from autograder.gradescope import pick_submission
+
+    folder = make(tmp_path / "submission", "one.py", "two.py")
+    path, notes = pick_submission(folder, "attention.py")
+    assert path is None and "Several files were submitted (one.py, two.py)" in notes[0]
+    make(folder, "attention.py")
+    path, notes = pick_submission(folder, "attention.py")
+    assert path == folder / "attention.py"
+    assert notes == ["Also submitted, not graded: one.py, two.py."]
