@@ -18,10 +18,9 @@ from pathlib import Path
 
 from .assignment import Assignment
 from .classlist import Student, display
-from .sandbox.limits import Limits
 from . import project
-from .project import engine_files
 from .results import SubmissionResult, submission_from_json
+from .sandbox.limits import Limits
 
 
 @dataclass
@@ -53,7 +52,7 @@ def _version_of(root: str, template: str, reference: str) -> str:
     # Every engine file, subpackages included, named by its path in the package (a moved
     # module changes the key as an edited one does).
     engine_dir = project.ENGINE_DIR
-    for p in engine_files(engine_dir):
+    for p in project.engine_files(engine_dir):
         h.update(p.relative_to(engine_dir).as_posix().encode())
         h.update(p.read_bytes())
     return h.hexdigest()[:16]
