@@ -18,9 +18,14 @@ from .student_files import UnreadableSubmission, read_student_file
 MAX_BYTES = 2 * 2**20            # Python source, and the code of a notebook
 MAX_NOTEBOOK_BYTES = 32 * 2**20  # a notebook file, outputs and images included
 MAX_CELLS = 2000
+# JSON values a notebook may hold, counted on the text before parsing (containers, strings and
+# separators: an over-count, never an under-count). A 32 MB file of `{},{},...` would otherwise
+# become 11 million dicts (about 800 MB) in the grader; this caps it near 150 MB. Honest
+# notebooks hold far fewer: base64 images have no separators.
+MAX_JSON_VALUES = 2_000_000
 
 __all__ = ["Cell", "Submission", "UnreadableSubmission", "read_submission", "read_notebook",
-           "python_lines", "MAX_BYTES", "MAX_NOTEBOOK_BYTES", "MAX_CELLS"]
+           "python_lines", "MAX_BYTES", "MAX_NOTEBOOK_BYTES", "MAX_CELLS", "MAX_JSON_VALUES"]
 
 
 @dataclass
@@ -96,6 +101,10 @@ def read_notebook(text: str) -> Submission:
 
 
 def _read_notebook(text: str) -> Submission:
+    values = text.count("{") + text.count("[") + text.count(",") + text.count('"') // 2
+    if values > MAX_JSON_VALUES:
+        raise UnreadableSubmission("the notebook holds too many values to be read; clear its "
+                                   "outputs (Kernel > Restart & Clear Output) and save it")
     try:
         data = json.loads(text)
     except json.JSONDecodeError as e:

@@ -113,3 +113,27 @@ def test_many_notebook_variables_do_not_slow_reading():
     sub = read_notebook(notebook([code(lines), code(calls)]))
     assert time.process_time() - start < 1
     assert sub.cells[1].source.splitlines()[0].startswith("pass")   # v0 is known
+
+
+@pytest.mark.parametrize("body", ["{},", "[],", '"ab",', "1,"])
+def test_a_notebook_of_millions_of_tiny_values_is_refused_before_parsing(tmp_path, body):
+    n = (32 * 2**20 - 100) // len(body)
+    path = tmp_path / "many.ipynb"
+    path.write_text('{"cells": [], "metadata": {"x": [' + body * n + "0]}}")
+    start = time.process_time()
+    with pytest.raises(UnreadableSubmission, match="too many values"):
+        read_submission(path)
+    assert time.process_time() - start < 1
+
+
+def test_a_notebook_with_a_large_image_output_is_still_read(tmp_path):
+    import base64
+    import os as _os
+
+    image = base64.b64encode(_os.urandom(11 * 2**20)).decode()
+    cell = {**code("x = 1"), "outputs": [{"output_type": "display_data", "metadata": {},
+                                          "data": {"image/png": image}}]}
+    path = tmp_path / "image.ipynb"
+    path.write_text(notebook([cell] * 2))
+    assert path.stat().st_size > 28 * 2**20
+    assert [c.source for c in read_submission(path).cells] == ["x = 1", "x = 1"]
