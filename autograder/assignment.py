@@ -18,10 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
+from .project import ASSIGNMENTS_DIR
 from .sandbox.limits import Limits
-
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
-ASSIGNMENTS_DIR = PROJECT_ROOT / "assignments"
 
 
 class AssignmentError(Exception):

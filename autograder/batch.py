@@ -18,10 +18,9 @@ from pathlib import Path
 
 from .assignment import Assignment
 from .classlist import Student, display
-from .sandbox.limits import Limits
+from . import project
 from .results import SubmissionResult, submission_from_json
-
-ENGINE_DIR = Path(__file__).resolve().parent
+from .sandbox.limits import Limits
 
 
 @dataclass
@@ -44,13 +43,31 @@ def _version_of(root: str, template: str, reference: str) -> str:
     files = sorted(p for p in root_path.rglob("*")
                    if p.is_file() and "examples" not in p.relative_to(root_path).parts
                    and "__pycache__" not in p.parts)
-    files += [Path(template)] + sorted(ENGINE_DIR.glob("*.py"))
+    files += [Path(template)]
     if reference:
         files.append(Path(reference))
     for p in files:
         h.update(str(p.name).encode())
         h.update(p.read_bytes())
+    # Every engine file, subpackages included, named by its path in the package (a moved
+    # module changes the key as an edited one does).
+    engine_dir = project.ENGINE_DIR
+    for p in project.engine_files(engine_dir):
+        h.update(p.relative_to(engine_dir).as_posix().encode())
+        h.update(p.read_bytes())
     return h.hexdigest()[:16]
+
+
+def _content_for_key(file: Path) -> bytes:
+    """What a submission's cache key hashes: its bytes, read as grading reads them (a link, a
+    FIFO or a huge file is not read: the reason it is refused stands in for the content)."""
+    from .student_files import UnreadableSubmission, read_student_file
+    from .submissions import MAX_NOTEBOOK_BYTES
+
+    try:
+        return read_student_file(file, MAX_NOTEBOOK_BYTES)
+    except UnreadableSubmission as e:
+        return b"\0unreadable\0" + str(e).encode()
 
 
 def cache_key(assignment: Assignment, content: bytes, limits: Limits) -> str:
@@ -94,10 +111,7 @@ def grade_class(assignment: Assignment, students: list[Student], *, out: Path | 
             if s.file is None:
                 content = b"\0missing\0" + (s.problem or "").encode()
             else:
-                try:
-                    content = s.file.read_bytes()
-                except OSError:
-                    content = b""
+                content = _content_for_key(s.file)
             options = f"{questions}|{public_only}".encode()
             key = cache_key(assignment, content + options, limits)
             hit = cache.get(key)

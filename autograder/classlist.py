@@ -12,12 +12,11 @@ Understood layouts, per path given on the command line:
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-SUFFIXES = (".py", ".ipynb")
-SKIP_DIRS = {".git", "__pycache__", ".github", ".ipynb_checkpoints", "tests", "node_modules",
-             ".venv", "venv"}
+from .student_files import SKIP_DIRS, SUFFIXES, is_link, pick_file
 
 
 @dataclass
@@ -34,36 +33,17 @@ def display(text: str) -> str:
     return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
-def _candidates(folder: Path) -> list[Path]:
-    found = []
-    for dirpath, dirnames, filenames in os.walk(folder):
-        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
-        for f in sorted(filenames):
-            if f.endswith(SUFFIXES) and not f.startswith("."):
-                found.append(Path(dirpath) / f)
-    return found
-
-
 def choose_file(folder: Path, student_file: str) -> tuple[Path | None, list[str]]:
     """The file to grade in a student's folder, and notes on what was passed over."""
-    files = _candidates(folder)
-    if not files:
+    pick = pick_file(folder, student_file, ambiguous="closest")
+    if pick.file is None:
         return None, []
-    stem = Path(student_file).stem
-
-    def rank(p: Path) -> tuple:
-        exact = p.name == student_file
-        notebook = p.suffix == ".ipynb" and p.stem == stem
-        return (0 if exact else 1 if notebook else 2, len(p.relative_to(folder).parts), str(p))
-
-    files.sort(key=rank)
-    chosen, others = files[0], files[1:]
     notes = []
-    if others:
-        rel = [display(str(p.relative_to(folder))) for p in others[:5]]
-        notes.append(f"graded {display(str(chosen.relative_to(folder)))}; also found "
-                     f"{', '.join(rel)}{' ...' if len(others) > 5 else ''}, not graded")
-    return chosen, notes
+    if pick.others:
+        rel = [display(str(p.relative_to(folder))) for p in pick.others[:5]]
+        notes.append(f"graded {display(str(pick.file.relative_to(folder)))}; also found "
+                     f"{', '.join(rel)}{' ...' if len(pick.others) > 5 else ''}, not graded")
+    return pick.file, notes
 
 
 def _gradescope_names(folder: Path) -> dict[str, str]:
@@ -84,25 +64,31 @@ def _gradescope_names(folder: Path) -> dict[str, str]:
 
 
 def discover(paths: list[str], student_file: str) -> list[Student]:
+    """One entry per student. Nothing here follows a link inside a class folder: a student's
+    folder or file that is a link gets a row saying so (see student_files)."""
     students: list[Student] = []
     for raw in paths:
         path = Path(raw)
-        if not path.exists():
+        try:
+            mode = os.stat(path).st_mode   # the path given may be a link the instructor made
+        except OSError:
             students.append(Student(display(path.name or raw), None, None,
                                     problem=f"not found: {display(raw)}"))
-        elif path.is_file():
+            continue
+        if not stat.S_ISDIR(mode):
+            # A file given by name: read_student_file decides whether it can be graded.
             students.append(Student(display(path.stem), None, path))
         elif (path / "submission_metadata.yml").is_file():
             names = _gradescope_names(path)
-            for sub in sorted(p for p in path.iterdir() if p.is_dir()):
+            for sub in sorted(p for p in path.iterdir() if _is_folder(p)):
                 students.append(_from_folder(sub, names.get(sub.name, display(sub.name)),
                                              student_file))
         else:
-            subdirs = sorted(p for p in path.iterdir()
-                             if p.is_dir() and p.name not in SKIP_DIRS
-                             and not p.name.startswith("."))
-            loose = sorted(p for p in path.iterdir()
-                           if p.is_file() and p.suffix in SUFFIXES and not p.name.startswith("."))
+            entries = sorted(path.iterdir())
+            subdirs = [p for p in entries if p.name not in SKIP_DIRS
+                       and not p.name.startswith(".") and _is_folder(p)]
+            loose = [p for p in entries if p.suffix in SUFFIXES and not p.name.startswith(".")
+                     and not _is_folder(p)]
             for f in loose:
                 students.append(Student(display(f.stem), None, f))
             for d in subdirs:
@@ -111,7 +97,22 @@ def discover(paths: list[str], student_file: str) -> list[Student]:
     return students
 
 
+def _is_folder(path: Path) -> bool:
+    """A folder, or a link to one (a student's folder that is a link gets a row refusing it)."""
+    try:
+        return stat.S_ISDIR(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+LINKED_FOLDER = ("the student's folder is a symbolic link, not a folder; nothing in it was "
+                 "graded (links are not followed)")
+
+
 def _from_folder(folder: Path, name: str, student_file: str) -> Student:
+    if is_link(folder):
+        # Its files may be anyone's (the reference, another student's): nothing is graded.
+        return Student(name, None, None, problem=LINKED_FOLDER)
     chosen, notes = choose_file(folder, student_file)
     if chosen is None:
         return Student(name, folder, None,

@@ -115,19 +115,28 @@ def cmd_grade(args) -> int:
 
 
 def repository_flags(assignment, graded) -> list[dict]:
-    """Student repositories whose shipped workflow or tests were changed (Classroom layout)."""
+    """Student repositories whose shipped files were changed (Classroom layout: a student
+    folder holding the bundle's `.github/` or `autograder/`)."""
     from .build import shipped_files
     from .classroom import repository_flags as check_repo
 
+    folders = [g.student.folder for g in graded]
+    if not any(f is not None and _is_repository(f) for f in folders):
+        return []
     originals = shipped_files(assignment)
     flags = []
     for g in graded:
         folder = g.student.folder
-        if folder is None or not (folder / ".github").is_dir():
+        if folder is None or not _is_repository(folder):
             continue
         for why in check_repo(folder, originals):
             flags.append({"student": g.student.name, "why": why})
     return flags
+
+
+def _is_repository(folder) -> bool:
+    """A student's copy of the bundle (what Classroom clones): it holds the bundle's folders."""
+    return any(os.path.lexists(folder / name) for name in (".github", "autograder"))
 
 
 
@@ -208,7 +217,7 @@ def cmd_build(args) -> int:
 
 def cmd_diagnose_eval(args) -> int:
     """Grade the wrong and correct corpora; measure how often feedback names the right mistake."""
-    from .assignment import PROJECT_ROOT
+    from .project import PROJECT_ROOT
     from .diagnose import evaluate
     from .grade import grade_submission
     from .sandbox import Sandbox, SandboxError

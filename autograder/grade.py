@@ -6,8 +6,6 @@ with stand-ins for the student's functions. Whatever the submission does, it get
 """
 from __future__ import annotations
 
-import importlib.util
-import re
 import sys
 import time
 from pathlib import Path
@@ -61,10 +59,20 @@ class NotAFunction:
         self.type_name = type_name
 
 
+def looks_like_python(source: str) -> bool:
+    """Whether some line starts a Python definition or import (one pass over the lines)."""
+    return any(line.lstrip().startswith(("def ", "import ", "from ", "class "))
+               for line in source.splitlines())
+
+
 def _syntax_message(source: str, filename: str) -> str | None:
     try:
         compile(source, filename, "exec", dont_inherit=True)
     except SyntaxError as e:
+        if not looks_like_python(source):
+            # Never quote a file that is not the student's Python (whatever text it holds).
+            return f"your file is not Python source (syntax error at line {e.lineno}: " \
+                   f"{e.msg}); nothing in it could run"
         text = (e.text or "").strip()
         code = f": `{text[:120]}`" if text else ""
         return f"your file has a syntax error at line {e.lineno}{code} ({e.msg}); nothing in " \
@@ -124,9 +132,11 @@ def cell_error_notes(errors: list[dict], filename: str) -> list[str]:
 
 def in_cell_order(notes: list[str]) -> list[str]:
     """Notes about notebook cells sorted by cell number (others first, in their order)."""
+    prefix = "note: cell "
+
     def key(note: str) -> int:
-        m = re.match(r"note: cell (\d+) of ", note)
-        return int(m.group(1)) if m else 0
+        number = note[len(prefix):].split(" ", 1)[0] if note.startswith(prefix) else ""
+        return int(number) if number.isdigit() and len(number) < 10 else 0
     return sorted(notes, key=key)
 
 
@@ -272,17 +282,13 @@ def check_in_process(assignment: Assignment, path: Path,
     module_name = Path(assignment.student_file).stem
     # Before the student's import, so that `from package import function` binds the tripwire.
     install_tripwires(tripwire_names(assignment))
-    try:
-        if path.suffix == ".py":
-            spec = importlib.util.spec_from_file_location(module_name, path)
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[module_name] = module
-            sys.path.insert(0, str(path.resolve().parent))
-            spec.loader.exec_module(module)
-        else:
-            from .sandbox.worker import load_student_module
+    from .sandbox.worker import load_student_module
 
-            module = load_student_module(source, str(path), module_name)
+    try:
+        # The source already read (a regular file, no link): the path is not opened again.
+        # Its folder is importable, so helpers next to the file can be imported.
+        sys.path.insert(0, str(path.absolute().parent))
+        module = load_student_module(source, str(path), module_name)
     except BaseException as exc:  # noqa: BLE001 - the student's import may raise anything
         if isinstance(exc, KeyboardInterrupt):
             raise

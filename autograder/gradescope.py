@@ -26,7 +26,8 @@ import tempfile
 from pathlib import Path
 
 from .assignment import Assignment, load_assignment
-from .submissions import find_submissions
+from .project import PROJECT_ROOT
+from .student_files import Pick, pick_file
 
 VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
 DEFAULT_HIDDEN_VISIBILITY = "after_published"
@@ -130,23 +131,19 @@ def failure_results(message: str, assignment: Assignment | None = None) -> dict:
 # ------------------------------------------------------------------ the run
 
 def pick_submission(folder: Path, student_file: str) -> tuple[Path | None, list[str]]:
-    """The file to grade among those submitted, and notes (or the reason there is none)."""
-    files = find_submissions([str(folder)]) if folder.is_dir() else []
+    """The file to grade among those submitted, and notes (or the reason there is none).
+    Several files and none with the expected name: the student is asked to rename one."""
+    pick = pick_file(folder, student_file, ambiguous="refuse") if folder.is_dir() else Pick(None)
     stem = Path(student_file).stem
-    if not files:
+    if pick.ambiguous:
+        names = ", ".join(f.name for f in pick.others)
+        return None, [f"Several files were submitted ({names}) and none is named {student_file} "
+                      f"or {stem}.ipynb: rename the one to grade."]
+    if pick.file is None:
         return None, [f"No .py or .ipynb file was submitted: upload {student_file} or "
                       f"{stem}.ipynb."]
-    for wanted in (student_file, f"{stem}.ipynb"):
-        named = [f for f in files if f.name == wanted]
-        if len(named) >= 1:
-            others = [f.name for f in files if f != named[0]]
-            notes = [f"Also submitted, not graded: {', '.join(others)}."] if others else []
-            return named[0], notes
-    if len(files) == 1:
-        return files[0], []
-    names = ", ".join(f.name for f in files)
-    return None, [f"Several files were submitted ({names}) and none is named {student_file} or "
-                  f"{stem}.ipynb: rename the one to grade."]
+    others = [f.name for f in pick.others]
+    return pick.file, [f"Also submitted, not graded: {', '.join(others)}."] if others else []
 
 
 def run(root: Path, assignment_arg: str) -> dict:
@@ -162,7 +159,7 @@ def run(root: Path, assignment_arg: str) -> dict:
     path, notes = pick_submission(root / "submission", assignment.student_file)
     if path is None:
         return _write(results_dir, failure_results("\n".join(notes), assignment))
-    engine_root = Path(__file__).resolve().parent.parent
+    engine_root = PROJECT_ROOT   # the folder holding the `autograder` package
     with tempfile.TemporaryDirectory() as tmp:
         grade_json = Path(tmp) / "grade.json"
         cmd = [sys.executable, "-m", "autograder", "grade", "-a", str(assignment.root),

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from .assignment import Assignment
+from .project import ENGINE_DIR
 from .results import PASSED, SubmissionResult, mistake_counts, results_json
 
 LIMIT_STATUSES = ("error", "timeout", "memory limit", "forbidden call")
@@ -105,7 +106,7 @@ def html_report(assignment: Assignment, results: list[SubmissionResult],
     import jinja2
 
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
+        loader=jinja2.FileSystemLoader(ENGINE_DIR / "templates"),
         autoescape=True)
     totals = [r.score for r in results]
     max_total = max((r.max_score for r in results), default=0.0)

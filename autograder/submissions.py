@@ -1,4 +1,4 @@
-"""Finding submission files and reading their Python source, without running anything.
+"""Reading a submission's Python source, without running anything.
 
 A `.py` file is one piece of source. A notebook is a list of code cells, each run on its own in
 the worker (as Jupyter's "run all" would, but going on after a cell fails), so one broken cell
@@ -13,14 +13,19 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-SUFFIXES = (".py", ".ipynb")
+from .student_files import UnreadableSubmission, read_student_file
+
 MAX_BYTES = 2 * 2**20            # Python source, and the code of a notebook
 MAX_NOTEBOOK_BYTES = 32 * 2**20  # a notebook file, outputs and images included
 MAX_CELLS = 2000
+# JSON values a notebook may hold, counted on the text before parsing (containers, strings and
+# separators: an over-count, never an under-count). A 32 MB file of `{},{},...` would otherwise
+# become 11 million dicts (about 800 MB) in the grader; this caps it near 150 MB. Honest
+# notebooks hold far fewer: base64 images have no separators.
+MAX_JSON_VALUES = 2_000_000
 
-
-class UnreadableSubmission(Exception):
-    """A submission whose source cannot be read: the message says why, for its row."""
+__all__ = ["Cell", "Submission", "UnreadableSubmission", "read_submission", "read_notebook",
+           "python_lines", "MAX_BYTES", "MAX_NOTEBOOK_BYTES", "MAX_CELLS", "MAX_JSON_VALUES"]
 
 
 @dataclass
@@ -36,49 +41,19 @@ class Submission:
     notes: list[str] = field(default_factory=list)   # things the student should know
 
 
-def find_submissions(paths: list[str]) -> list[Path]:
-    """Files as given; folders contribute their .py/.ipynb files (recursively), sorted."""
-    found: list[Path] = []
-    for p in map(Path, paths):
-        if p.is_dir():
-            found += sorted(f for f in p.rglob("*") if f.is_file() and f.suffix in SUFFIXES
-                            and not any(part.startswith((".", "__pycache__"))
-                                        for part in f.relative_to(p).parts))
-        else:
-            found.append(p)
-    seen, unique = set(), []
-    for f in found:
-        key = str(f.resolve()) if f.exists() else str(f)
-        if key not in seen:
-            seen.add(key)
-            unique.append(f)
-    return unique
-
-
-def read_source(path: Path) -> str:
-    """The Python source of a `.py` file or of a notebook's code cells."""
-    return read_submission(path).source
-
-
 def read_submission(path: Path) -> Submission:
-    """Read a `.py` file or a notebook; UnreadableSubmission says why it cannot be read."""
-    limit = MAX_NOTEBOOK_BYTES if path.suffix == ".ipynb" else MAX_BYTES
-    try:
-        size = path.stat().st_size
-        if size > limit:
-            raise UnreadableSubmission(f"the file is larger than {limit // 2**20} MB")
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise UnreadableSubmission(f"file not found: {path}") from None
-    except OSError as e:
-        raise UnreadableSubmission(f"cannot read the file: {e.strerror}") from None
-    if len(raw) > limit:
-        raise UnreadableSubmission(f"the file is larger than {limit // 2**20} MB")
+    """Read a `.py` file or a notebook; UnreadableSubmission says why it cannot be read.
+
+    The file is read as `student_files.read_student_file` allows (a regular file, no link,
+    size-capped). No message quotes the file's contents.
+    """
+    notebook = path.suffix == ".ipynb"
+    raw = read_student_file(path, MAX_NOTEBOOK_BYTES if notebook else MAX_BYTES)
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as e:
         raise UnreadableSubmission(f"the file is not UTF-8 text (byte {e.start})") from None
-    if path.suffix == ".ipynb":
+    if notebook:
         return read_notebook(text)
     if "\x00" in text:
         raise UnreadableSubmission("the file contains NUL bytes; is it a Python file?")
@@ -96,17 +71,49 @@ _PYTHON_KERNEL = re.compile(r"(?i)python|ipykernel|^py\d*$|-py$|^conda-|venv")
 _NON_PYTHON_CELL_MAGICS = {"bash", "sh", "script", "writefile", "file", "html", "javascript",
                            "js", "latex", "markdown", "svg", "perl", "ruby", "python2",
                            "pypy", "sx", "system", "cmd", "powershell", "sql", "R", "julia"}
-_NOTEBOOK_VAR = re.compile(r"^\s*(\w+)\s*=\s*(?:otter\s*\.\s*)?Notebook\s*\(", re.M)
+# Applied to one stripped line at a time with `match` (one start position), never with `^`
+# under MULTILINE over a whole cell: `^\s*` there is quadratic on a run of blank lines.
+_NOTEBOOK_VAR = re.compile(r"(\w+)\s*=\s*(?:otter\s*\.\s*)?Notebook\s*\(")
+_OTTER_CALL = re.compile(r"\b(\w+)\s*\.\s*\w+\s*\(")
+_OTTER_IMPORT = re.compile(r"(?:import|from)\s+otter\b")
+MAX_NOTEBOOK_VARS = 20   # names bound to otter's Notebook: one in practice
 _MAGIC_ASSIGN = re.compile(r"^[\w.\[\], ()]+=\s*[!%]")
 
 
 def read_notebook(text: str) -> Submission:
-    """A notebook's code cells, checked to be a Python notebook."""
+    """A notebook's code cells, checked to be a Python notebook.
+
+    Whatever the file holds, the outcome is a Submission or UnreadableSubmission (its row's
+    message), never another exception: a notebook is the student's data.
+    """
+    try:
+        return _read_notebook(text)
+    except UnreadableSubmission:
+        raise
+    except RecursionError:
+        raise UnreadableSubmission("the notebook is nested too deeply to be read; open it in "
+                                   "Jupyter and save it again") from None
+    except MemoryError:
+        raise UnreadableSubmission("the notebook is too large to be read") from None
+    except Exception as e:  # noqa: BLE001 - any malformed field ends here, with its row
+        raise UnreadableSubmission(f"the notebook could not be read ({type(e).__name__}); open "
+                                   "it in Jupyter and save it again") from None
+
+
+def _read_notebook(text: str) -> Submission:
+    values = text.count("{") + text.count("[") + text.count(",") + text.count('"') // 2
+    if values > MAX_JSON_VALUES:
+        raise UnreadableSubmission("the notebook holds too many values to be read; clear its "
+                                   "outputs (Kernel > Restart & Clear Output) and save it")
     try:
         data = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as e:
+    except json.JSONDecodeError as e:
         raise UnreadableSubmission(f"the notebook is not valid JSON ({_short(e)}); was it saved "
                                    "completely? Open it in Jupyter and save it again") from None
+    except ValueError:   # e.g. Python's limit on the digits of an integer
+        raise UnreadableSubmission("the notebook holds a value that cannot be read (a number "
+                                   "with too many digits?); open it in Jupyter and save it "
+                                   "again") from None
     if not isinstance(data, dict) or not isinstance(data.get("cells", data.get("worksheets")),
                                                     list):
         raise UnreadableSubmission("the file is not a Jupyter notebook (no list of cells)")
@@ -120,6 +127,7 @@ def read_notebook(text: str) -> Submission:
     if len(raw_cells) > MAX_CELLS:
         raise UnreadableSubmission(f"the notebook has more than {MAX_CELLS} cells")
     sources: list[tuple[int, str]] = []
+    total = 0
     for number, cell in enumerate(raw_cells, 1):
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
@@ -130,13 +138,35 @@ def read_notebook(text: str) -> Submission:
             continue
         if "\x00" in source:
             raise UnreadableSubmission(f"cell {number} of the notebook contains NUL bytes")
+        total += len(source)
+        if total > MAX_BYTES:   # before any line is looked at
+            raise UnreadableSubmission(too_much_code())
         sources.append((number, source))
-    notebook_vars = {"grader"} | {m.group(1) for _, s in sources for m in _NOTEBOOK_VAR.finditer(s)}
+    notebook_vars = {"grader"} | notebook_variables(source for _, source in sources)
     cells = [Cell(number, python_lines(source, notebook_vars)) for number, source in sources]
     joined = "\n".join(c.source for c in cells)
     if len(joined.encode()) > MAX_BYTES:
-        raise UnreadableSubmission(f"the notebook has more than {MAX_BYTES // 2**20} MB of code")
+        raise UnreadableSubmission(too_much_code())
     return Submission(joined + "\n" if joined else "", cells, notes)
+
+
+def too_much_code() -> str:
+    return f"the notebook has more than {MAX_BYTES // 2**20} MB of code"
+
+
+def notebook_variables(sources) -> set[str]:
+    """Names bound to otter's `Notebook(...)` (`grader = otter.Notebook(...)`), at most
+    MAX_NOTEBOOK_VARS of them; linear in the length of the sources."""
+    found: set[str] = set()
+    for source in sources:
+        if "Notebook" not in source:
+            continue
+        for line in source.splitlines():
+            if "Notebook" in line:
+                m = _NOTEBOOK_VAR.match(line.lstrip())
+                if m and len(found) < MAX_NOTEBOOK_VARS:
+                    found.add(m.group(1))
+    return found
 
 
 def _short(e: Exception) -> str:
@@ -176,23 +206,28 @@ def python_lines(source: str, notebook_vars: set[str] = frozenset({"grader"})) -
         if not magic or magic[0] in _NON_PYTHON_CELL_MAGICS:
             return "\n".join("# " + line for line in lines)
         lines[0] = "# " + lines[0]
-    otter_call = re.compile(r"\b(?:%s)\s*\.\s*\w+\s*\(" % "|".join(
-        re.escape(v) for v in sorted(notebook_vars)))
     out: list[str] = []
     depth = 0          # brackets left open by a neutralised statement that goes on
     for line in lines:
         stripped = line.strip()
+        if not stripped:   # the common case, kept cheap: a cell can hold a million lines
+            out.append("# " + line if depth > 0 else line)
+            continue
         if depth > 0:
             depth += _bracket_balance(line)
             out.append("# " + line)
+            continue
+        if stripped[0] not in "%?!" and stripped[-1] != "?" and "(" not in stripped \
+                and "=" not in stripped and "otter" not in stripped:
+            out.append(line)   # plain Python: none of the checks below can match
             continue
         if stripped.startswith("%time ") and depth == 0:
             # `%time statement` runs the statement (and reports how long it took)
             indent = line[: len(line) - len(line.lstrip())]
             out.append(indent + stripped[len("%time "):])
             continue
-        if _ipython_only(stripped) or re.match(r"(import\s+otter\b|from\s+otter\b)", stripped) \
-                or otter_call.search(stripped) \
+        if _ipython_only(stripped) or ("otter" in stripped and _OTTER_IMPORT.match(stripped)) \
+                or _calls_on(stripped, notebook_vars) \
                 or ("Notebook(" in stripped and "otter" in stripped):
             depth = max(0, _bracket_balance(line))
             indent = line[: len(line) - len(line.lstrip())]
@@ -208,9 +243,17 @@ def _ipython_only(stripped: str) -> bool:
         return True
     if stripped.endswith("?") and not stripped.startswith("#"):
         return True
-    return bool(_MAGIC_ASSIGN.match(stripped))
+    return "=" in stripped and ("!" in stripped or "%" in stripped) \
+        and bool(_MAGIC_ASSIGN.match(stripped))
 
 
 def _bracket_balance(line: str) -> int:
-    code = line.split("#", 1)[0]
-    return sum(code.count(c) for c in "([{") - sum(code.count(c) for c in ")]}")
+    count = line.partition("#")[0].count
+    return count("(") + count("[") + count("{") - count(")") - count("]") - count("}")
+
+
+def _calls_on(line: str, names: set[str]) -> bool:
+    """Whether the line calls a method of one of `names` (`grader.check(...)`); one pass."""
+    if "(" not in line or "." not in line or not any(name in line for name in names):
+        return False
+    return any(m.group(1) in names for m in _OTTER_CALL.finditer(line))

@@ -25,17 +25,18 @@ from pathlib import Path
 from ..assignment import Assignment
 from .common import (ENGINE_DIR, GRADER_ONLY_KEYS, TORCH_CPU_INDEX, BuildError, case_visibility,
                      grader_only_files, gradescope_settings, pinned_requirements,
-                     public_test_files, question_files, rewrite_toml, snapshot_keys,
+                     question_files, rewrite_toml, snapshot_keys,
                      strip_hidden_cases, write_assignment_folder, write_engine, zip_folder)
 from .gradescope import build_gradescope
 from .otter import build_otter
-from .student import build_student, classroom_workflow, shipped_files
+from .student import answer_files, build_student, classroom_workflow, shipped_files, write_student_bundle
 
 __all__ = [
-    "build_all", "build_student", "build_gradescope", "build_otter", "shipped_files",
+    "answer_files", "build_all", "build_student", "build_gradescope", "build_otter", "shipped_files",
+    "write_student_bundle",
     "classroom_workflow", "BuildError", "ENGINE_DIR", "GRADER_ONLY_KEYS", "TORCH_CPU_INDEX",
     "case_visibility", "grader_only_files", "gradescope_settings", "pinned_requirements",
-    "public_test_files", "question_files", "rewrite_toml", "snapshot_keys",
+    "question_files", "rewrite_toml", "snapshot_keys",
     "strip_hidden_cases", "write_assignment_folder", "write_engine", "zip_folder",
 ]
 

@@ -12,11 +12,10 @@ import tomllib
 import zipfile
 from pathlib import Path
 
-from ..assignment import PROJECT_ROOT, Assignment
+from ..assignment import Assignment
 from ..gradescope import hidden_visibility
-
-ENGINE_DIR = Path(__file__).resolve().parent.parent
-TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+from ..project import (ENGINE_DIR, PYPROJECT, TORCH_CPU_INDEX, constraint_pins, dependencies,
+                       engine_files, normalize, requirement_name)
 
 
 class BuildError(Exception):
@@ -195,20 +194,11 @@ def question_files(assignment: Assignment, *, hidden: bool) -> dict[str, bytes]:
     return files
 
 
-def public_test_files(assignment: Assignment, assignment_dir: str) -> dict[str, bytes]:
-    """The public question files and snapshots as shipped to students, keyed by their path in
-    a student's copy whose assignment folder is `assignment_dir`."""
-    return {f"{assignment_dir}/{rel}": content
-            for rel, content in question_files(assignment, hidden=False).items()}
-
-
 def write_engine(dest: Path) -> Path:
     """A copy of the engine package (no caches)."""
     target = dest / "autograder"
-    for f in sorted(p for p in ENGINE_DIR.rglob("*") if p.is_file()):
+    for f in engine_files():
         rel = f.relative_to(ENGINE_DIR)
-        if "__pycache__" in rel.parts or f.suffix in (".pyc", ".pyo"):
-            continue
         (target / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(f, target / rel)
     return target
@@ -218,34 +208,22 @@ def write_engine(dest: Path) -> Path:
 
 def pinned_requirements(extra: tuple[str, ...] = ()) -> list[str]:
     """The engine's dependencies (pyproject.toml), pinned as in constraints.txt."""
-    pyproject = PROJECT_ROOT / "pyproject.toml"
-    constraints = PROJECT_ROOT / "constraints.txt"
-    if not pyproject.is_file():
+    if not PYPROJECT.is_file():
         raise BuildError("pyproject.toml not found: build from the project's checkout")
-    deps = tomllib.loads(pyproject.read_text())["project"]["dependencies"] + list(extra)
-    pins = {}
-    if constraints.is_file():
-        for line in constraints.read_text().splitlines():
-            m = re.match(r"\s*([A-Za-z0-9_.\-\[\]]+)\s*==\s*(\S+)", line)
-            if m:
-                pins[_norm(m.group(1))] = m.group(2)
+    pins = constraint_pins()
     out = []
-    for dep in deps:
-        name = re.split(r"[<>=!~;\[ ]", dep, maxsplit=1)[0]
-        version = pins.get(_norm(name))
+    for dep in dependencies() + list(extra):
+        name = requirement_name(dep)
+        version = pins.get(normalize(name))
         out.append(f"{name}=={version}" if version else dep)
     return out
-
-
-def _norm(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def _split_torch(reqs: list[str]) -> tuple[str | None, list[str]]:
     """(torch's pin without a local tag, the other requirements)."""
     torch, rest = None, []
     for r in reqs:
-        if _norm(re.split(r"[<>=!~; ]", r, maxsplit=1)[0]) == "torch":
+        if normalize(requirement_name(r)) == "torch":
             torch = r.split("+", 1)[0]
         else:
             rest.append(r)

@@ -13,7 +13,8 @@ import tempfile
 from pathlib import Path
 
 from ..assignment import Assignment
-from .common import (TORCH_CPU_INDEX, BuildError, _norm, _split_torch, gradescope_settings,
+from ..project import normalize
+from .common import (TORCH_CPU_INDEX, BuildError, _split_torch, gradescope_settings,
                      pinned_requirements, write_assignment_folder, write_engine)
 
 
@@ -35,7 +36,7 @@ def build_otter(assignment: Assignment, out: Path) -> Path:
         torch, rest = _split_torch(pinned_requirements())
         (stage / "requirements.txt").write_text(
             "\n".join([f"--extra-index-url {TORCH_CPU_INDEX}"] + ([torch] if torch else [])
-                      + [r for r in rest if not _norm(r).startswith("otter-grader")]) + "\n")
+                      + [r for r in rest if not normalize(r).startswith("otter-grader")]) + "\n")
         (stage / "otter_config.json").write_text(json.dumps({
             "lang": "python",
             "show_hidden": settings["hidden_visibility"] != "hidden",

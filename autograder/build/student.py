@@ -6,12 +6,13 @@ is also the template repository of a Classroom assignment.
 from __future__ import annotations
 
 import shutil
+import tempfile
 from pathlib import Path
 
 from ..assignment import Assignment
 from ..notebook import notebook_text, student_assignment_dir
-from .common import (_fresh, _requirements_text, pinned_requirements, public_test_files,
-                     write_assignment_folder, write_engine, zip_folder)
+from .common import (_fresh, _requirements_text, pinned_requirements, write_assignment_folder,
+                     write_engine, zip_folder)
 
 STUDENT_README = """\
 # {title}
@@ -68,22 +69,28 @@ def classroom_workflow(assignment: Assignment) -> str:
                          install=CLASSROOM_INSTALL)
 
 
-def shipped_files(assignment: Assignment) -> dict[str, bytes]:
-    """Files of a student repository that students must not change: the workflow and the
-    public tests. Class grading flags repositories where they differ."""
-    from ..classroom import WORKFLOW_PATH
-
-    files = {WORKFLOW_PATH: classroom_workflow(assignment).encode()}
-    files.update(public_test_files(assignment, student_assignment_dir(assignment)))
-    return files
-
-
-def build_student(assignment: Assignment, out: Path) -> Path:
-    """The student bundle folder (and a zip of it next to it); with its GitHub Classroom
-    workflow, it is also the template repository of a Classroom assignment."""
-    dest = _fresh(out / f"{assignment.name}-student")
+def answer_files(assignment: Assignment) -> tuple[str, str]:
+    """The files of the student bundle that students fill in: the `.py` and the notebook."""
     py = assignment.student_file
-    nb = Path(py).stem + ".ipynb"
+    return py, Path(py).stem + ".ipynb"
+
+
+def shipped_files(assignment: Assignment) -> dict[str, bytes]:
+    """Every file of the student bundle that students must not change (all but the two they
+    fill in): the workflow, the engine copy, the assignment folder, requirements and README.
+    Class grading flags repositories where one differs, is missing, or was added beside them."""
+    with tempfile.TemporaryDirectory() as tmp:
+        dest = write_student_bundle(assignment, Path(tmp) / "bundle")
+        answers = set(answer_files(assignment))
+        return {f.relative_to(dest).as_posix(): f.read_bytes()
+                for f in sorted(dest.rglob("*"))
+                if f.is_file() and f.relative_to(dest).as_posix() not in answers}
+
+
+def write_student_bundle(assignment: Assignment, dest: Path) -> Path:
+    """The student bundle's files in `dest` (a fresh folder)."""
+    _fresh(dest)
+    py, nb = answer_files(assignment)
     shutil.copyfile(assignment.template, dest / py)
     (dest / nb).write_text(notebook_text(assignment))
     write_engine(dest)
@@ -97,5 +104,12 @@ def build_student(assignment: Assignment, out: Path) -> Path:
 
     (dest / WORKFLOW_PATH).parent.mkdir(parents=True, exist_ok=True)
     (dest / WORKFLOW_PATH).write_text(classroom_workflow(assignment))
+    return dest
+
+
+def build_student(assignment: Assignment, out: Path) -> Path:
+    """The student bundle folder (and a zip of it next to it); with its GitHub Classroom
+    workflow, it is also the template repository of a Classroom assignment."""
+    dest = write_student_bundle(assignment, out / f"{assignment.name}-student")
     zip_folder(dest, out / f"{assignment.name}-student.zip")
     return dest
