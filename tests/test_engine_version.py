@@ -39,8 +39,8 @@ def test_a_change_anywhere_in_the_engine_changes_the_cache_key(assignment, engin
 
 def test_a_new_subpackage_or_a_moved_module_changes_the_cache_key(assignment, engine_copy):
     before = key(assignment)
-    (engine_copy / "diagnose").mkdir()
-    (engine_copy / "diagnose" / "__init__.py").write_text('"""new"""\n')
+    (engine_copy / "newpackage").mkdir()
+    (engine_copy / "newpackage" / "__init__.py").write_text('"""new"""\n')
     after_new = key(assignment)
     assert after_new != before
     (engine_copy / "sandbox" / "procfs.py").rename(engine_copy / "procfs.py")
