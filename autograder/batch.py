@@ -20,6 +20,7 @@ from .assignment import Assignment
 from .classlist import Student, display
 from .sandbox.limits import Limits
 from .results import SubmissionResult, submission_from_json
+from .status import CaseStatus
 
 ENGINE_DIR = Path(__file__).resolve().parent
 
@@ -108,7 +109,7 @@ def grade_class(assignment: Assignment, students: list[Student], *, out: Path | 
         if s.file is None:
             from .runner import failed_everywhere  # imports otter and torch: only when needed
 
-            row = failed_everywhere(assignment, display(str(s.folder or s.name)), "error",
+            row = failed_everywhere(assignment, display(str(s.folder or s.name)), CaseStatus.ERROR,
                                     s.problem or "nothing to grade",
                                     include_hidden=not public_only)
             if cache is not None and key is not None:
