@@ -81,8 +81,8 @@ def _load_failure(error: dict | None, status: str) -> tuple[CaseStatus, str]:
     if status == CaseStatus.MEMORY:
         return CaseStatus.MEMORY, f"importing your file ran out of memory{where}"
     return CaseStatus.ERROR, (f"importing your file raised {err.get('type')}{where}: "
-                     f"{err.get('message')}; code at the top level of your file must run "
-                     "without errors")
+                              f"{err.get('message')}; code at the top level of your file must "
+                              "run without errors")
 
 
 def notebook_name(assignment: Assignment) -> str:
@@ -160,8 +160,8 @@ def grade_submission(assignment: Assignment, path: Path, sandbox: Sandbox,
     try:
         sub = read_submission(path)
     except UnreadableSubmission as e:
-        return failed_everywhere(assignment, shown, CaseStatus.ERROR, str(e), include_hidden=include_hidden,
-                                 sandbox=sandbox.description)
+        return failed_everywhere(assignment, shown, CaseStatus.ERROR, str(e),
+                                 include_hidden=include_hidden, sandbox=sandbox.description)
     notes = list(sub.notes)
     cells = None
     filename = assignment.student_file

@@ -28,10 +28,11 @@ def visible(text: object) -> str:
     return _CONTROL.sub(_escape_control, str(text))
 
 
-# Characters that start Markdown or HTML syntax inline (emphasis, code spans, links, images,
-# tables, strikethrough, autolinks, entities, raw HTML, headings). Line-start syntax cannot
-# occur: `visible` has removed every line break, and student text never starts a line.
-_MD_SPECIAL = re.compile(r"([\\`*_\[\]#|!~@])")
+# Characters that start Markdown or HTML syntax inline (emphasis, code spans, links and images
+# (which need `[`), tables, strikethrough, email autolinks, entities, raw HTML, headings).
+# Line-start syntax cannot occur: `visible` has removed every line break, and student text
+# never starts a line.
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]#|~@])")
 _MD_HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 _AUTOLINK = re.compile(r"(?i)\b(https?|ftp|mailto|www)([:.])")
 
