@@ -33,7 +33,7 @@ def report(tmp_path_factory) -> tuple[str, dict]:
     for sub in NAMES:
         (export / sub).mkdir(parents=True)
         shutil.copy(HONEST, export / sub / "attention.py")
-    # The fourth submission quotes markup back through a syntax error message.
+    # The first submission quotes markup back through its syntax error message.
     (export / "submission_1" / "attention.py").write_text(
         "x = <script>alert(3)</script>\n")
     (export / "submission_metadata.yml").write_text(yaml.safe_dump(
