@@ -21,6 +21,7 @@ from .classlist import Student, display
 from . import project
 from .results import SubmissionResult, submission_from_json
 from .sandbox.limits import Limits
+from .status import CaseStatus
 
 
 @dataclass
@@ -122,7 +123,7 @@ def grade_class(assignment: Assignment, students: list[Student], *, out: Path | 
         if s.file is None:
             from .runner import failed_everywhere  # imports otter and torch: only when needed
 
-            row = failed_everywhere(assignment, display(str(s.folder or s.name)), "error",
+            row = failed_everywhere(assignment, display(str(s.folder or s.name)), CaseStatus.ERROR,
                                     s.problem or "nothing to grade",
                                     include_hidden=not public_only)
             if cache is not None and key is not None:
@@ -216,9 +217,7 @@ class _Grader:
 
 
 def _internal_error(result: SubmissionResult) -> bool:
-    from .runner import INTERNAL_ERROR
-
-    return any(c.status == INTERNAL_ERROR for q in result.questions.values() for c in q.cases) \
+    return any(c.status == CaseStatus.INTERNAL_ERROR for q in result.questions.values() for c in q.cases) \
         or (not result.questions and bool(result.error))
 
 

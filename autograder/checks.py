@@ -14,6 +14,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
+from .status import CaseStatus
 from .tensor_cache import TensorCache
 from .sandbox.wire import Opaque
 
@@ -42,7 +43,7 @@ class Problem:
 class CheckFailed(AssertionError):
     """Raised by a case that failed; otter shows the message, our runner keeps the problems."""
 
-    def __init__(self, problems: list[Problem], status: str = "failed"):
+    def __init__(self, problems: list[Problem], status: str = CaseStatus.FAILED):
         self.problems = problems
         self.status = status
         super().__init__(" ".join(p.public for p in problems[:2]))

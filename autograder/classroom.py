@@ -21,6 +21,7 @@ import yaml
 from .assignment import Assignment
 from .project import TORCH_CPU_INDEX, torch_requirement
 from .results import QuestionResult
+from .status import CaseStatus, QuestionStatus
 from .student_files import UnreadableSubmission, is_link, read_student_file
 
 WORKFLOW_DIR = ".github/workflows"
@@ -35,14 +36,15 @@ def step_id(question_id: str) -> str:
 
 def runner_json(q: QuestionResult, filename: str) -> dict:
     def status(c) -> str:
-        return "pass" if c.status == "passed" else "error" if c.status in (
-            "error", "timeout", "memory") else "fail"
+        return "pass" if c.status == CaseStatus.PASSED else "error" if c.status in (
+            CaseStatus.ERROR, CaseStatus.TIMEOUT, CaseStatus.MEMORY,
+            CaseStatus.INTERNAL_ERROR) else "fail"
 
     tests = [{"name": f"{q.id}: {c.name}", "status": status(c), "score": c.score,
-              "message": c.message if c.status != "passed" else "passed",
+              "message": c.message if c.status != CaseStatus.PASSED else "passed",
               "test_code": c.description or c.name, "filename": filename, "line_no": 0,
               "duration": 0} for c in q.cases]
-    overall = "pass" if q.status == "passed" else (
+    overall = "pass" if q.status == QuestionStatus.PASSED else (
         "error" if any(t["status"] == "error" for t in tests) else "fail")
     return {"version": 1, "status": overall, "max_score": q.max_score, "tests": tests}
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from .assignment import ASSIGNMENTS_DIR, AssignmentError, load_assignment
 from .sandbox.limits import parse_cli_limits
+from .status import CaseStatus, QuestionStatus
 
 
 def _assignment_for_file(path: Path, requested: str | None):
@@ -37,7 +38,7 @@ def cmd_check(args) -> int:
     result = check_in_process(assignment, path)
     print(f"{assignment.title}: public checks of {path}")
     print(submission_text(result, show_passed=args.verbose))
-    passed = all(q.status == "passed" for q in result.questions.values())
+    passed = all(q.status == QuestionStatus.PASSED for q in result.questions.values())
     print("\nAll public checks pass. Hidden cases are graded after you submit." if passed else
           "\nSome checks fail: read the messages above, fix, and run again.")
     return 0 if passed else 1
@@ -156,7 +157,7 @@ def cmd_classroom(args) -> int:
     if result is None or args.question not in result.questions:
         from .runner import failed_everywhere
 
-        result = failed_everywhere(assignment, str(path), "error", f"{path} not found",
+        result = failed_everywhere(assignment, str(path), CaseStatus.ERROR, f"{path} not found",
                                    include_hidden=False)
     data = runner_json(result.questions[args.question], path.name)
     print(f"result={encode_result(data)}")
@@ -174,7 +175,7 @@ def cmd_snapshot(args) -> int:
     store: dict = {}
     with cases.recording(store):
         result = grade_functions(assignment, "reference", lambda q: env, include_hidden=False)
-    bad = [q.id for q in result.questions.values() if q.status != "passed"]
+    bad = [q.id for q in result.questions.values() if q.status != QuestionStatus.PASSED]
     if bad:
         print(f"autograder: the reference fails public cases of {bad}", file=sys.stderr)
         return 1

@@ -1,65 +1,47 @@
-"""Rendering results as text: the student's per-question feedback and the instructor's table."""
+"""Terminal output: the student's per-question feedback and the instructor's summary table.
+
+Content comes from the one case renderer (`render.py`); every line goes through
+`safetext.visible`, so a name or message from the student cannot move the cursor, clear the
+screen or start a line of its own.
+"""
 from __future__ import annotations
 
-from .results import PASSED, QuestionResult, SubmissionResult
-
-MARKS = {"passed": "PASS", "partial": "PART", "failed": "FAIL", "not attempted": "TODO",
-         "error": "ERR ", "timeout": "TIME", "memory limit": "MEM ", "forbidden call": "FORB"}
+from .render import render_question
+from .results import QuestionResult, SubmissionResult
+from .safetext import visible
+from .status import MARKS, SHORT
 
 
 def _num(x: float) -> str:
     return f"{x:g}"
 
 
-def not_attempted_lines(q: QuestionResult) -> list[str]:
-    """What a question nobody started says: one line for stubs still raising
-    NotImplementedError, else each case's own words (e.g. answers still None)."""
-    messages = []
-    for c in q.cases:
-        if c.message and c.message not in messages:
-            messages.append(c.message)
-    if not messages or all("NotImplementedError" in m for m in messages):
-        return ["not implemented yet (the stub still raises NotImplementedError)"]
-    return messages
-
-
 def question_lines(q: QuestionResult, *, show_passed: bool = False) -> list[str]:
-    head = f"[{MARKS.get(q.status, '?')}] {q.id}: {_num(q.score)}/{_num(q.max_score)} ({q.status})"
-    lines = [head]
-    if q.status == "not attempted":
-        lines += [f"       {m}" for m in not_attempted_lines(q)]
-        return lines
-    previous = None
-    repeats = 0
-    hints: set[str] = set()
-    for c in q.cases:
-        if c.status == "passed":
+    view = render_question(q)
+    lines = [f"[{MARKS.get(view.status, '?')}] {q.id}: {_num(view.score)}/"
+             f"{_num(view.max_score)} ({view.status})"]
+    if view.not_attempted:
+        return lines + [f"       {visible(m)}" for m in view.todo]
+    for c in view.cases:
+        if c.passed:
             if show_passed:
-                lines.append(f"       ok    {c.name}")
+                lines.append(f"       ok    {visible(c.name)}")
             continue
         tag = "hidden" if c.hidden else "case"
-        if (c.message, c.hint) == previous:
-            repeats += 1
-            continue
-        if repeats:
-            lines.append(f"             (and {repeats} more case(s) with the same problem)")
-            repeats = 0
-        lines.append(f"       {tag:<6} '{c.name}': {c.message}")
-        if c.hint and c.hint not in hints:      # each likely mistake once per question
-            hints.add(c.hint)
-            lines.append(f"             {c.hint}")
-        previous = (c.message, c.hint)
-    if repeats:
-        lines.append(f"             (and {repeats} more case(s) with the same problem)")
-    lines += [f"       {n}" for n in q.notes]
+        lines.append(f"       {tag:<6} '{visible(c.name)}': {visible(c.message)}")
+        if c.hint:
+            lines.append(f"             {visible(c.hint)}")
+        if c.repeats:
+            lines.append(f"             {c.repeats_line}")
+    lines += [f"       {visible(n)}" for n in view.notes]
     return lines
 
 
 def submission_text(result: SubmissionResult, *, show_passed: bool = False) -> str:
-    lines = [f"{result.path}: {_num(result.score)}/{_num(result.max_score)}"]
+    lines = [f"{visible(result.path)}: {_num(result.score)}/{_num(result.max_score)}"]
     if result.error:
-        lines.append(f"  problem: {result.error}")
-    lines += [f"  {n}" for n in result.notes]
+        lines.append(f"  problem: {visible(result.error)}")
+    lines += [f"  {visible(n)}" for n in result.notes]
     for q in result.questions.values():
         lines += ["  " + line for line in question_lines(q, show_passed=show_passed)]
     return "\n".join(lines)
@@ -67,23 +49,22 @@ def submission_text(result: SubmissionResult, *, show_passed: bool = False) -> s
 
 def summary_table(results: list[SubmissionResult], question_ids: list[str]) -> str:
     """One row per submission, one column per question, for the instructor's terminal."""
-    width = max([10] + [len(r.student or r.path) for r in results])
-    width = min(width, 48)
+    labels = [visible(r.student or r.path) for r in results]
+    width = min(max([10] + [len(label) for label in labels]), 48)
     cols = [max(len(q), 7) for q in question_ids]
     header = f"{'submission':<{width}}  " + "  ".join(
         f"{q:>{w}}" for q, w in zip(question_ids, cols)) + "    total"
     lines = [header, "-" * len(header)]
-    for r in results:
-        label = r.student or r.path
+    for r, label in zip(results, labels):
         name = label if len(label) <= width else "…" + label[-(width - 1):]
         cells = []
         for q, w in zip(question_ids, cols):
             qr = r.questions.get(q)
             cell = "-" if qr is None else f"{_num(qr.score)}/{_num(qr.max_score)}"
-            if qr is not None and qr.status not in (PASSED, "partial", "failed"):
-                cell = {"not attempted": "todo", "timeout": "time", "memory limit": "mem",
-                        "forbidden call": "forb", "error": "err"}[qr.status] + " " + cell
+            if qr is not None and qr.status in SHORT:
+                cell = SHORT[qr.status] + " " + cell
             cells.append(f"{cell:>{w}}")
         lines.append(f"{name:<{width}}  " + "  ".join(cells) +
                      f"  {_num(r.score):>4}/{_num(r.max_score)}")
     return "\n".join(lines)
+

@@ -17,6 +17,7 @@ from .checks import CheckFailed, Problem
 from .sandbox.execute import describe_error, install_tripwires
 from .sandbox.limits import Limits
 from .results import SubmissionResult
+from .status import CaseStatus, QuestionStatus
 from .runner import (QuestionStopped, failed_everywhere, grade_functions, internal_error,
                      malformed_reply, tripwire_names)
 from .sandbox import Sandbox, SandboxError
@@ -48,7 +49,8 @@ class RemoteFunction:
         if outcome["status"] != "ok":
             err = outcome.get("error") or {}
             raise CheckFailed([Problem("error", f"{self.__name__} raised {err.get('type')}: "
-                                                f"{err.get('message')}")], status="error")
+                                                f"{err.get('message')}")],
+                              status=CaseStatus.ERROR)
         return outcome["output"]
 
 
@@ -82,14 +84,14 @@ def _syntax_message(source: str, filename: str) -> str | None:
     return None
 
 
-def _load_failure(error: dict | None, status: str) -> tuple[str, str]:
+def _load_failure(error: dict | None, status: str) -> tuple[CaseStatus, str]:
     err = error or {}
     where = f" at line {err['line']} (`{err.get('code')}`)" if err.get("line") else ""
-    if status == "memory":
-        return "memory", f"importing your file ran out of memory{where}"
-    return "error", (f"importing your file raised {err.get('type')}{where}: "
-                     f"{err.get('message')}; code at the top level of your file must run "
-                     "without errors")
+    if status == CaseStatus.MEMORY:
+        return CaseStatus.MEMORY, f"importing your file ran out of memory{where}"
+    return CaseStatus.ERROR, (f"importing your file raised {err.get('type')}{where}: "
+                              f"{err.get('message')}; code at the top level of your file must "
+                              "run without errors")
 
 
 def notebook_name(assignment: Assignment) -> str:
@@ -200,8 +202,8 @@ def _grade_submission(assignment: Assignment, path: Path, sandbox: Sandbox,
     try:
         sub = read_submission(path)
     except UnreadableSubmission as e:
-        return failed_everywhere(assignment, shown, "error", str(e), include_hidden=include_hidden,
-                                 sandbox=sandbox.description)
+        return failed_everywhere(assignment, shown, CaseStatus.ERROR, str(e),
+                                 include_hidden=include_hidden, sandbox=sandbox.description)
     notes = list(sub.notes)
     cells = None
     filename = assignment.student_file
@@ -213,7 +215,7 @@ def _grade_submission(assignment: Assignment, path: Path, sandbox: Sandbox,
     else:
         syntax = _syntax_message(sub.source, assignment.student_file)
         if syntax:
-            return failed_everywhere(assignment, shown, "error", syntax,
+            return failed_everywhere(assignment, shown, CaseStatus.ERROR, syntax,
                                      include_hidden=include_hidden, sandbox=sandbox.description)
     tripwires = tripwire_names(assignment)
     if tripwires:
@@ -257,7 +259,7 @@ def _grade_submission(assignment: Assignment, path: Path, sandbox: Sandbox,
             raise MalformedReply(session.malformed)
         result.notes += in_cell_order(notes + cell_error_notes(loaded.cell_errors, filename))
         for qid, qnotes in signature_notes(assignment, loaded.defined).items():
-            if qid in result.questions and result.questions[qid].status != "passed":
+            if qid in result.questions and result.questions[qid].status != QuestionStatus.PASSED:
                 result.questions[qid].notes += qnotes
     finally:
         session.close()
@@ -272,13 +274,13 @@ def check_in_process(assignment: Assignment, path: Path,
     try:
         sub = read_submission(path)
     except UnreadableSubmission as e:
-        return failed_everywhere(assignment, shown, "error", str(e), include_hidden=False)
+        return failed_everywhere(assignment, shown, CaseStatus.ERROR, str(e), include_hidden=False)
     if sub.cells is not None:
         return _check_notebook_in_process(assignment, path, sub, questions)
     source = sub.source
     syntax = _syntax_message(source, str(path))
     if syntax:
-        return failed_everywhere(assignment, shown, "error", syntax, include_hidden=False)
+        return failed_everywhere(assignment, shown, CaseStatus.ERROR, syntax, include_hidden=False)
     module_name = Path(assignment.student_file).stem
     # Before the student's import, so that `from package import function` binds the tripwire.
     install_tripwires(tripwire_names(assignment))
@@ -292,7 +294,7 @@ def check_in_process(assignment: Assignment, path: Path,
     except BaseException as exc:  # noqa: BLE001 - the student's import may raise anything
         if isinstance(exc, KeyboardInterrupt):
             raise
-        status, message = _load_failure(describe_error(exc), "error")
+        status, message = _load_failure(describe_error(exc), CaseStatus.ERROR)
         return failed_everywhere(assignment, shown, status, message, include_hidden=False)
     env = student_env(assignment, module)
     return grade_functions(assignment, shown, lambda q: env, include_hidden=False,

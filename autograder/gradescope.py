@@ -28,6 +28,9 @@ from pathlib import Path
 from .assignment import Assignment, load_assignment
 from .project import PROJECT_ROOT
 from .student_files import Pick, pick_file
+from .render import render_question
+from .results import question_from_json
+from .status import QuestionStatus
 
 VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
 DEFAULT_HIDDEN_VISIBILITY = "after_published"
@@ -47,21 +50,27 @@ def _num(x: float) -> str:
     return f"{x:g}"
 
 
-def question_output(q: dict, *, public_only: bool = False) -> str:
-    """A question's cases as text: a line per case, what is wrong under each failing one."""
-    lines = [f"{_num(q['score'])}/{_num(q['max_score'])} ({q['status']})"]
-    for c in q.get("cases", []):
-        if public_only and c.get("hidden"):
+def question_output(q: dict, *, qid: str = "", public_only: bool = False) -> str:
+    """A question's feedback as Gradescope text, from the one case renderer: a line per case,
+    under each failing one its message and the named mistake's hint, as in the terminal."""
+    view = render_question(question_from_json(qid, q), public_only=public_only)
+    lines = [f"{_num(view.score)}/{_num(view.max_score)} ({view.status})"]
+    if view.not_attempted and not public_only:
+        return "\n".join(lines + view.todo + view.notes)
+    for c in view.cases:
+        mark = "pass" if c.passed else "FAIL"
+        lines.append(f"[{mark}] {c.tag} '{c.name}' ({_num(c.points)} pt)")
+        if c.passed:
             continue
-        tag = "hidden case" if c.get("hidden") else "case"
-        mark = "pass" if c.get("status") == "passed" else "FAIL"
-        lines.append(f"[{mark}] {tag} '{c.get('name')}' ({_num(c.get('points', 0))} pt)")
-        if c.get("status") != "passed" and c.get("message"):
-            lines.append(f"       {c['message']}")
-    if not q.get("cases") and q.get("feedback"):
+        if c.message:
+            lines.append(f"       {c.message}")
+        if c.hint:
+            lines.append(f"       {c.hint}")
+        if c.repeats:
+            lines.append(f"       {c.repeats_line}")
+    if not view.cases and q.get("feedback"):
         lines.append(q["feedback"])
-    lines += [n for n in q.get("notes", [])]
-    return "\n".join(lines)
+    return "\n".join(lines + view.notes)
 
 
 def to_gradescope(submission: dict, *, visibility: str = DEFAULT_HIDDEN_VISIBILITY,
@@ -79,8 +88,8 @@ def to_gradescope(submission: dict, *, visibility: str = DEFAULT_HIDDEN_VISIBILI
             "name": qid,
             "score": float(q["score"]),
             "max_score": float(q["max_score"]),
-            "status": "passed" if q["status"] == "passed" else "failed",
-            "output": question_output(q),
+            "status": "passed" if q["status"] == QuestionStatus.PASSED else "failed",
+            "output": question_output(q, qid=qid),
             "output_format": "text",
             "visibility": vis,
         })
@@ -94,12 +103,16 @@ def to_gradescope(submission: dict, *, visibility: str = DEFAULT_HIDDEN_VISIBILI
         out.append(f"\nPublic cases (the full results per question, hidden cases included, "
                    f"{when}):")
         for qid, q in delayed:
-            cases = [c for c in q.get("cases", []) if not c.get("hidden")]
-            passed = sum(c.get("status") == "passed" for c in cases)
-            out.append(f"\n{qid}: {passed}/{len(cases)} public cases pass")
-            for c in cases:
-                if c.get("status") != "passed":
-                    out.append(f"  case '{c.get('name')}': {c.get('message')}")
+            view = render_question(question_from_json(qid, q), public_only=True)
+            passed = sum(c.passed for c in view.cases)     # only failing cases fold
+            total = len(view.cases) + sum(c.repeats for c in view.cases)
+            out.append(f"\n{qid}: {passed}/{total} public cases pass")
+            for c in view.failing:
+                out.append(f"  {c.tag} '{c.name}': {c.message}")
+                if c.hint:
+                    out.append(f"    {c.hint}")
+                if c.repeats:
+                    out.append(f"    {c.repeats_line}")
     return {
         "score": float(submission.get("score", 0.0)),
         "output": "\n".join(out),

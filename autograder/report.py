@@ -14,9 +14,10 @@ from pathlib import Path
 
 from .assignment import Assignment
 from .project import ENGINE_DIR
-from .results import PASSED, SubmissionResult, mistake_counts, results_json
-
-LIMIT_STATUSES = ("error", "timeout", "memory limit", "forbidden call")
+from .render import render_question
+from .results import SubmissionResult, mistake_counts, results_json
+from .safetext import csv_cell, markdown_inline
+from .status import PROBLEM_STATUSES, CaseStatus, QuestionStatus
 
 
 def safe_name(name: str) -> str:
@@ -31,39 +32,38 @@ def _write_atomic(path: Path, text: str) -> None:
 
 
 def feedback_markdown(result: SubmissionResult, title: str) -> str:
-    lines = [f"# {title}: feedback for {result.student or result.path}", "",
+    """A student's feedback file. Text from the student (their name, messages quoting their
+    code or exceptions, file names in notes) is escaped: it shows as written and cannot add
+    headings, totals, links or HTML. The content comes from the one case renderer."""
+    md = markdown_inline
+    lines = [f"# {title}: feedback for {md(result.student or result.path)}", "",
              f"**Total: {result.score:g} / {result.max_score:g}**", ""]
     if result.error:
-        lines += [f"> {result.error}", ""]
+        lines += [f"> {md(result.error)}", ""]
     for note in result.notes:
-        lines += [f"_{note}_", ""]
+        lines += [f"_{md(note)}_", ""]
     for q in result.questions.values():
-        lines.append(f"## {q.id}: {q.score:g} / {q.max_score:g} ({q.status})")
+        view = render_question(q)
+        lines.append(f"## {q.id}: {view.score:g} / {view.max_score:g} ({view.status})")
         lines.append("")
-        if q.status == "not attempted":
-            from .feedback import not_attempted_lines
-
-            said = not_attempted_lines(q)
-            if said[0].startswith("not implemented yet"):
+        if view.not_attempted:
+            if view.is_stub:
                 lines += ["Not implemented yet: the function still raises NotImplementedError.",
                           ""]
             else:
-                lines += [f"- {m}" for m in said] + [""]
+                lines += [f"- {md(m)}" for m in view.todo] + [""]
             continue
-        hinted: set[str] = set()
-        for c in q.cases:
-            mark = "✅" if c.status == "passed" else "❌"
-            kind = "hidden case" if c.hidden else "case"
-            text = f"- {mark} {kind} *{c.name}*"
-            if c.status != "passed":
-                text += f": {c.message}"
-            lines.append(text)
-            hint = getattr(c, "hint", None)
-            if c.status != "passed" and hint and hint not in hinted:
-                hinted.add(hint)  # once per question, as in the terminal feedback
-                lines.append(f"  - 💡 {hint}")
-        for n in q.notes:
-            lines.append(f"- {n}")
+        for c in view.cases:
+            if c.passed:
+                lines.append(f"- ✅ {c.tag} *{md(c.name)}*")
+                continue
+            lines.append(f"- ❌ {c.tag} *{md(c.name)}*: {md(c.message)}")
+            if c.hint:
+                lines.append(f"  - 💡 {md(c.hint)}")
+            if c.repeats:
+                lines.append(f"  - {c.repeats_line}")
+        for n in view.notes:
+            lines.append(f"- {md(n)}")
         lines.append("")
     return "\n".join(lines)
 
@@ -93,12 +93,32 @@ def _plot_png(values: list[float], maximum: float, title: str, xlabel: str) -> s
     return base64.b64encode(buf.getvalue()).decode()
 
 
-def _mistake_counts(results: list[SubmissionResult]) -> dict:
-    """Named mistakes per question (none when no catalogue named any)."""
+def _named_mistakes(assignment: Assignment, results: list[SubmissionResult]) -> dict:
+    """{question: [(name, hint, count)]}: the named mistakes per question, by their names
+    (none when no catalogue named any)."""
     try:
-        return mistake_counts(results)
+        counts = mistake_counts(results)
+        described = {}
+        if counts:
+            from .diagnose import describe_mistakes   # loads torch: only when there are any
+
+            described = describe_mistakes(assignment)
     except Exception:  # noqa: BLE001 - a report must not fail over an optional section
         return {}
+    return {q: [(described.get(m, {}).get("name") or m, described.get(m, {}).get("hint", ""), n)
+                for m, n in per.items()] for q, per in counts.items()}
+
+
+def _problem(qid: str, q) -> str:
+    """A question's problem for the report; tampering and the grader's own failures say what
+    happened (their message), since the instructor has to act on them."""
+    text = f"{qid}: {q.status}"
+    if q.status in (QuestionStatus.INTEGRITY, QuestionStatus.INTERNAL_ERROR):
+        case = next((c for c in q.cases if c.status in (CaseStatus.INTEGRITY,
+                                                         CaseStatus.INTERNAL_ERROR)), None)
+        if case is not None and case.message:
+            text += f" ({case.message})"
+    return text
 
 
 def html_report(assignment: Assignment, results: list[SubmissionResult],
@@ -110,7 +130,7 @@ def html_report(assignment: Assignment, results: list[SubmissionResult],
         autoescape=True)
     totals = [r.score for r in results]
     max_total = max((r.max_score for r in results), default=0.0)
-    mistakes = _mistake_counts(results)
+    mistakes = _named_mistakes(assignment, results)
     questions = []
     for q in assignment.questions:
         per = [r.questions[q.id] for r in results if q.id in r.questions]
@@ -119,20 +139,21 @@ def html_report(assignment: Assignment, results: list[SubmissionResult],
         qmax = per[0].max_score
         kinds = collections.Counter()
         for qr in per:
-            kinds.update({c.kind or c.status for c in qr.cases if c.status != "passed"})
+            kinds.update({c.kind or c.status for c in qr.cases
+                          if c.status != CaseStatus.PASSED})
         statuses = collections.Counter(qr.status for qr in per)
         questions.append({
             "id": q.id, "max": f"{qmax:g}", "mean": statistics.mean(qr.score for qr in per),
-            "full": sum(qr.status == PASSED for qr in per),
+            "full": sum(qr.status == QuestionStatus.PASSED for qr in per),
             "statuses": sorted(statuses.items(), key=lambda kv: -kv[1]),
             "kinds": kinds.most_common(4),
-            "mistakes": sorted(mistakes.get(q.id, {}).items(), key=lambda kv: -kv[1])[:5],
+            "mistakes": sorted(mistakes.get(q.id, []), key=lambda m: -m[2])[:5],
             "plot": _plot_png([qr.score for qr in per], qmax, q.id, "score"),
         })
     problems = []
     for r in results:
-        bad = [f"{qid}: {q.status}" for qid, q in r.questions.items()
-               if q.status in LIMIT_STATUSES]
+        bad = [_problem(qid, q) for qid, q in r.questions.items()
+               if q.status in PROBLEM_STATUSES]
         if r.error or bad:
             problems.append({"student": r.student or r.path, "path": r.path,
                              "what": r.error or "; ".join(bad)})
@@ -178,11 +199,12 @@ def write_reports(out: Path, assignment: Assignment, results: list[SubmissionRes
     writer.writerow(["student", "file", *qids, "total", "max_score", "status", "error"])
     for r in results:
         statuses = {q.status for q in r.questions.values()}
-        overall = "error" if r.error else next(
-            (s for s in LIMIT_STATUSES if s in statuses), "graded")
-        writer.writerow([r.student or "", r.path,
-                         *[f"{r.questions[q].score:g}" if q in r.questions else "" for q in qids],
-                         f"{r.score:g}", f"{r.max_score:g}", overall, r.error or ""])
+        overall = QuestionStatus.ERROR if r.error else next(
+            (s for s in PROBLEM_STATUSES if s in statuses), "graded")
+        row = [r.student or "", r.path,
+               *[r.questions[q].score if q in r.questions else "" for q in qids],
+               r.score, r.max_score, overall, r.error or ""]
+        writer.writerow([csv_cell(cell) for cell in row])   # no cell can start a formula
     _write_atomic(out / "grades.csv", buf.getvalue())
     data = results_json(assignment.name, results)
     if flags:

@@ -4,12 +4,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable
 
-CASE_STATUSES = ("passed", "failed", "not_attempted", "error", "timeout", "memory", "forbidden",
-                 "internal_error")
-# Question statuses, as reports show them.
-PASSED, PARTIAL, FAILED = "passed", "partial", "failed"
-NOT_ATTEMPTED, ERROR, TIMEOUT = "not attempted", "error", "timeout"
-MEMORY, FORBIDDEN = "memory limit", "forbidden call"
+from .status import CaseStatus, QuestionStatus, question_status
 
 
 @dataclass
@@ -17,7 +12,7 @@ class CaseResult:
     name: str
     points: float
     hidden: bool
-    status: str                 # one of CASE_STATUSES
+    status: CaseStatus
     message: str = ""           # what the student reads (hidden-safe for hidden cases)
     kind: str = ""              # the kind of problem, for reports (shape, values, gradient...)
     description: str = ""
@@ -26,7 +21,10 @@ class CaseResult:
 
     @property
     def score(self) -> float:
-        return self.points if self.status == "passed" else 0.0
+        return self.points if self.status == CaseStatus.PASSED else 0.0
+
+    def __post_init__(self) -> None:
+        self.status = CaseStatus(self.status)   # a known status, whoever built the result
 
 
 @dataclass
@@ -45,37 +43,20 @@ class QuestionResult:
         return round(sum(c.points for c in self.cases), 6)
 
     @property
-    def status(self) -> str:
-        statuses = {c.status for c in self.cases}
-        if not self.cases or statuses == {"passed"}:
-            return PASSED
-        if "internal_error" in statuses:   # the grader failed: no verdict to show
-            return ERROR
-        if "forbidden" in statuses:
-            return FORBIDDEN
-        if "timeout" in statuses:
-            return TIMEOUT
-        if "memory" in statuses:
-            return MEMORY
-        failing = statuses - {"passed"}
-        if failing == {"not_attempted"} and self.score == 0:
-            return NOT_ATTEMPTED
-        if self.score > 0:
-            return PARTIAL
-        if "error" in statuses:
-            return ERROR
-        return FAILED
+    def status(self) -> QuestionStatus:
+        return question_status((c.status for c in self.cases), self.score)
 
     def feedback(self) -> str:
+        """The failing cases as plain text (the JSON's `feedback`), from the one renderer."""
+        from .render import render_question
+
         lines = []
-        hints = set()
-        for c in self.cases:
-            if c.status != "passed":
-                tag = "hidden case" if c.hidden else "case"
-                lines.append(f"{tag} '{c.name}': {c.message}")
-                if c.hint and c.hint not in hints:      # each likely mistake once per question
-                    hints.add(c.hint)
-                    lines.append(f"  {c.hint}")
+        for c in render_question(self).failing:
+            lines.append(f"{c.tag} '{c.name}': {c.message}")
+            if c.hint:
+                lines.append(f"  {c.hint}")
+            if c.repeats:
+                lines.append(f"  {c.repeats_line}")
         lines += self.notes
         return "\n".join(lines)
 
@@ -119,17 +100,20 @@ def results_json(assignment: str, submissions: list[SubmissionResult]) -> dict:
     return {"assignment": assignment, "submissions": [s.to_json() for s in submissions]}
 
 
-def submission_from_json(data: dict) -> SubmissionResult:
-    """Rebuild a result from `SubmissionResult.to_json` (used by the cache of class grading)."""
+def question_from_json(qid: str, q: dict) -> QuestionResult:
+    """Rebuild a question from `QuestionResult.to_json`."""
     from dataclasses import fields
 
     case_fields = {f.name for f in fields(CaseResult)}
-    questions = {}
-    for qid, q in data["questions"].items():
-        cases = [CaseResult(**{k: v for k, v in c.items() if k in case_fields})
-                 for c in q.get("cases", [])]
-        questions[qid] = QuestionResult(qid, cases, notes=list(q.get("notes", [])),
-                                        called=list(q.get("called", [])))
+    cases = [CaseResult(**{k: v for k, v in c.items() if k in case_fields})
+             for c in q.get("cases", [])]
+    return QuestionResult(qid, cases, notes=list(q.get("notes", [])),
+                          called=list(q.get("called", [])))
+
+
+def submission_from_json(data: dict) -> SubmissionResult:
+    """Rebuild a result from `SubmissionResult.to_json` (used by the cache of class grading)."""
+    questions = {qid: question_from_json(qid, q) for qid, q in data["questions"].items()}
     return SubmissionResult(data["path"], questions, error=data.get("error"),
                             sandbox=data.get("sandbox"), seconds=data.get("seconds", 0.0),
                             student=data.get("student"), notes=list(data.get("notes", [])))

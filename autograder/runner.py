@@ -16,6 +16,7 @@ from .assignment import Assignment
 from .cases import GraderError
 from .checks import CheckFailed
 from .results import CaseResult, QuestionResult, SubmissionResult
+from .status import CaseStatus, QuestionStatus
 
 
 class QuestionStopped(Exception):
@@ -23,7 +24,7 @@ class QuestionStopped(Exception):
 
     def __init__(self, status: str, message: str):
         super().__init__(message)
-        self.status = status
+        self.status = CaseStatus(status)
         self.message = message
 
 
@@ -91,7 +92,7 @@ def run_question(assignment: Assignment, qid: str, env: dict[str, Any], *,
         if tc.hidden and not include_hidden:
             continue
         doc = (tc.body.test_func.__doc__ or "").strip()
-        result = CaseResult(tc.name, float(tc.points or 0), bool(tc.hidden), "passed",
+        result = CaseResult(tc.name, float(tc.points or 0), bool(tc.hidden), CaseStatus.PASSED,
                             description=doc)
         if stopped is not None:
             result.status, result.kind = stopped.status, stopped.status
@@ -102,7 +103,7 @@ def run_question(assignment: Assignment, qid: str, env: dict[str, Any], *,
             tc.body.call_func(env)
         except CheckFailed as e:
             problem = e.problems[0]
-            result.status, result.kind = e.status, problem.kind
+            result.status, result.kind = CaseStatus(e.status), problem.kind
             result.message = problem.text(tc.hidden)
             for name in getattr(e, "called", []):
                 if name not in called:
@@ -111,10 +112,11 @@ def run_question(assignment: Assignment, qid: str, env: dict[str, Any], *,
                 diagnose.note_check(e.record, passed=False, case=result)
         except QuestionStopped as e:
             result.status, result.kind, result.message = e.status, e.status, e.message
-            if e.status in ("timeout", "memory"):
+            if e.status in (CaseStatus.TIMEOUT, CaseStatus.MEMORY):
                 stopped = e   # the rest of this question would hit the same wall
         except GraderError as e:
-            result.status, result.kind = "error", "grader"
+            # The grader's own failure: kept apart from the student's errors, message kept.
+            result.status, result.kind = CaseStatus.INTERNAL_ERROR, "grader"
             result.message = f"the grader could not run this case ({e}); tell your instructor"
         cases.append(result)
     return QuestionResult(qid, cases, called=called)
@@ -123,13 +125,13 @@ def run_question(assignment: Assignment, qid: str, env: dict[str, Any], *,
 def add_dependency_notes(assignment: Assignment, questions: dict[str, QuestionResult]) -> None:
     """Say when a question fails while calling a student function that fails its own question."""
     for q in questions.values():
-        if q.status == "passed":
+        if q.status == QuestionStatus.PASSED:
             continue
         blamed: dict[str, list[str]] = {}
         for fn in q.called:
             other = assignment.question_of(fn)
             if other and other != q.id and other in questions and \
-                    questions[other].status != "passed":
+                    questions[other].status != QuestionStatus.PASSED:
                 blamed.setdefault(other, []).append(f"`{fn}`")
         for other, fns in blamed.items():
             verb = "does" if len(fns) == 1 else "do"
@@ -155,14 +157,14 @@ def grade_functions(assignment: Assignment, path: str, env_for_question: Callabl
                             seconds=time.monotonic() - start)
 
 
-def failed_everywhere(assignment: Assignment, path: str, status: str, message: str, *,
+def failed_everywhere(assignment: Assignment, path: str, status: CaseStatus, message: str, *,
                       include_hidden: bool, sandbox: str | None = None) -> SubmissionResult:
     """A row for a submission none of whose code could run (syntax error, crash at import...)."""
     results = {}
     for q in assignment.questions:
         test_file = load_question_file(str(q.test_file))
-        cases = [CaseResult(tc.name, float(tc.points or 0), bool(tc.hidden), status,
-                            message=message, kind=status)
+        cases = [CaseResult(tc.name, float(tc.points or 0), bool(tc.hidden), CaseStatus(status),
+                            message=message, kind=str(status))
                  for tc in test_file.test_cases if include_hidden or not tc.hidden]
         results[q.id] = QuestionResult(q.id, cases)
     return SubmissionResult(path, results, error=message, sandbox=sandbox)
@@ -176,13 +178,10 @@ def malformed_reply(assignment: Assignment, path: str, detail: str, *, include_h
 
     message = f"{MALFORMED} ({detail}); grading stopped there and this submission is " \
               "flagged for review"
-    row = failed_everywhere(assignment, path, "error", message, include_hidden=include_hidden,
+    row = failed_everywhere(assignment, path, CaseStatus.ERROR, message, include_hidden=include_hidden,
                             sandbox=sandbox)
     row.notes.append(f"flagged for review: {MALFORMED} ({detail})")
     return row
-
-
-INTERNAL_ERROR = "internal_error"
 
 
 def internal_error(assignment: Assignment, path: str, error: BaseException, *,
@@ -193,7 +192,7 @@ def internal_error(assignment: Assignment, path: str, error: BaseException, *,
     message = f"the grader failed on this submission ({what}); this is not a verdict on " \
               "your work: the instructor should look at it"
     try:
-        return failed_everywhere(assignment, path, INTERNAL_ERROR, message,
+        return failed_everywhere(assignment, path, CaseStatus.INTERNAL_ERROR, message,
                                  include_hidden=include_hidden, sandbox=sandbox)
     except Exception:  # noqa: BLE001 - even the question files fail: one row without questions
         return SubmissionResult(path, {}, error=message, sandbox=sandbox)

@@ -152,7 +152,7 @@ def test_a_fault_of_the_grader_becomes_that_submissions_row(assignment, small_cl
     broken = rows["b_explodes.py"]
     assert broken.score == 0 and list(broken.questions) == QUESTIONS
     assert {c.status for q in broken.questions.values() for c in q.cases} == {"internal_error"}
-    assert {q.status for q in broken.questions.values()} == {"error"}
+    assert {q.status for q in broken.questions.values()} == {"internal error"}
     assert broken.error.startswith("the grader failed on this submission (RuntimeError: a bug "
                                    "in the trusted code)")
     assert "the instructor should look" in broken.error

@@ -1,0 +1,106 @@
+"""The one renderer of a question's feedback: what each case says, whichever output shows it.
+
+`render_question` decides the content: each case's tag (public or hidden), name, message, the
+named mistake's hint (once per question), failing cases with the same problem folded into one,
+and the notes. The outputs only format its result: `QuestionResult.feedback` (the JSON's
+`feedback`), the terminal (`feedback.py`), the Markdown files (`report.py`) and Gradescope
+(`gradescope.py`). None of them decides what a case says, so they cannot drift apart.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from .status import CaseStatus, QuestionStatus
+
+if TYPE_CHECKING:
+    from .results import QuestionResult
+
+STUB_LINE = "not implemented yet (the stub still raises NotImplementedError)"
+
+
+@dataclass
+class CaseView:
+    name: str
+    hidden: bool
+    status: CaseStatus
+    points: float
+    message: str = ""       # empty for a passing case
+    hint: str = ""          # the named mistake, only where it is first shown in the question
+    repeats: int = 0        # further failing cases with the same problem, folded into this one
+
+    @property
+    def passed(self) -> bool:
+        return self.status == CaseStatus.PASSED
+
+    @property
+    def tag(self) -> str:
+        return "hidden case" if self.hidden else "case"
+
+    @property
+    def repeats_line(self) -> str:
+        return f"(and {self.repeats} more case(s) with the same problem)" if self.repeats else ""
+
+
+@dataclass
+class QuestionView:
+    id: str
+    score: float
+    max_score: float
+    status: QuestionStatus
+    cases: list[CaseView] = field(default_factory=list)
+    todo: list[str] = field(default_factory=list)   # a question not attempted: what it says
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def not_attempted(self) -> bool:
+        return self.status == QuestionStatus.NOT_ATTEMPTED
+
+    @property
+    def is_stub(self) -> bool:
+        """Not attempted because the stub still raises NotImplementedError."""
+        return self.todo == [STUB_LINE]
+
+    @property
+    def failing(self) -> list[CaseView]:
+        return [c for c in self.cases if not c.passed]
+
+
+def _todo_lines(q: QuestionResult) -> list[str]:
+    """What a question nobody started says: one line for stubs still raising
+    NotImplementedError, else each case's own words (e.g. answers still None)."""
+    messages: list[str] = []
+    for c in q.cases:
+        if c.message and c.message not in messages:
+            messages.append(c.message)
+    if not messages or all("NotImplementedError" in m for m in messages):
+        return [STUB_LINE]
+    return messages
+
+
+def render_question(q: QuestionResult, *, public_only: bool = False) -> QuestionView:
+    """The content of one question's feedback. `public_only` leaves hidden cases out (a
+    summary shown before the hidden results are released)."""
+    view = QuestionView(q.id, q.score, q.max_score, q.status, notes=list(q.notes))
+    if view.not_attempted:
+        view.todo = _todo_lines(q)
+    hinted: set[str] = set()
+    last: CaseView | None = None     # the last failing case shown, to fold repeats into
+    last_problem: tuple[str, str] | None = None
+    for c in q.cases:
+        if public_only and c.hidden:
+            continue
+        status = CaseStatus(c.status)
+        if status == CaseStatus.PASSED:
+            view.cases.append(CaseView(c.name, c.hidden, status, c.points))
+            continue
+        hint = c.hint or ""
+        if last is not None and last_problem == (c.message, hint):
+            last.repeats += 1
+            continue
+        shown = hint if hint and hint not in hinted else ""
+        hinted.add(hint)
+        last, last_problem = CaseView(c.name, c.hidden, status, c.points, c.message, shown), \
+            (c.message, hint)
+        view.cases.append(last)
+    return view

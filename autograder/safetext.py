@@ -1,0 +1,58 @@
+"""Student-controlled text made inert for each output: terminal, Markdown and CSV.
+
+Names come from folder names and Gradescope metadata; messages and quoted code come from the
+student's own process. None of it may steer the output it lands in: move the terminal's cursor,
+add a row to a table, a heading or a total to a feedback file, or a formula to a spreadsheet.
+(The HTML report is escaped by jinja2's autoescape.)
+"""
+from __future__ import annotations
+
+import re
+
+# C0 controls, DEL and C1 controls; plus the Unicode line and paragraph separators, which some
+# terminals and Markdown renderers also break lines at.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape_control(match: re.Match) -> str:
+    ch = match.group()
+    if ch in _NAMED:
+        return _NAMED[ch]
+    code = ord(ch)
+    return f"\\x{code:02x}" if code <= 0xff else f"\\u{code:04x}"
+
+
+def visible(text: object) -> str:
+    """`text` on one line with every control character shown as an escape (ESC -> \\x1b)."""
+    return _CONTROL.sub(_escape_control, str(text))
+
+
+# Characters that start Markdown or HTML syntax inline (emphasis, code spans, links and images
+# (which need `[`), tables, strikethrough, email autolinks, entities, raw HTML, headings).
+# Line-start syntax cannot occur: `visible` has removed every line break, and student text
+# never starts a line.
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]#|~@])")
+_MD_HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+_AUTOLINK = re.compile(r"(?i)\b(https?|ftp|mailto|www)([:.])")
+
+
+def markdown_inline(text: object) -> str:
+    """`text` as literal inline Markdown: shown as written, never interpreted."""
+    out = _MD_SPECIAL.sub(r"\\\1", visible(text))
+    out = re.sub("[&<>]", lambda m: _MD_HTML[m.group()], out)
+    return _AUTOLINK.sub(r"\1\\\2", out)   # "http\://x" is not turned into a link
+
+
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value: object) -> str:
+    """A CSV cell a spreadsheet shows as text: a leading apostrophe on text that would start a
+    formula. Numbers (written by the grader itself) stay numbers."""
+    if isinstance(value, bool) or value is None:
+        return "" if value is None else str(value)
+    if isinstance(value, (int, float)):
+        return f"{value:g}"
+    text = str(value)
+    return "'" + text if text.startswith(_FORMULA_START) else text

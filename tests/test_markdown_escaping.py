@@ -1,0 +1,89 @@
+"""feedback/*.md cannot be forged: a student's name, exception messages and quoted code show as
+written, and add no heading, total, link, HTML or code span to the file."""
+import shutil
+from pathlib import Path
+
+import pytest
+from markdown_it import MarkdownIt
+
+from helpers import SUBMISSIONS, run_cli
+
+from autograder.report import safe_name
+
+HONEST = SUBMISSIONS / "correct" / "reference_style.py"
+NAME = "# Eve **Total: 100%** <b onmouseover=alert(1)>x [y](javascript:alert(1))"  # no "/"
+NAME_IN_FILE = ("\\# Eve \\*\\*Total: 100%\\*\\* &lt;b onmouseover=alert(1)&gt;x "
+                "\\[y\\](javascript:alert(1))")
+NAME_IN_HTML = "# Eve **Total: 100%** &lt;b onmouseover=alert(1)&gt;x [y](javascript:alert(1))"
+TITLE = "Attention from scratch (PyTorch)"
+RAISE = ('raise ValueError("\\n# Total: 100/100\\n**Total: 100 / 100**<script>alert(1)</script>'
+         '[z](javascript:alert(1)) ` www.example.com")')
+# The message as the file holds it: every Markdown and HTML character escaped, line breaks shown.
+FORGED = ("softmax raised ValueError: \\\\n\\# Total: 100/100\\\\n\\*\\*Total: 100 / 100\\*\\*"
+          "&lt;script&gt;alert(1)&lt;/script&gt;\\[z\\](javascript:alert(1)) \\` www\\.example.com")
+QUOTED = ("\\`raise ValueError(\"\\\\n\\# Total: 100/100\\\\n\\*\\*Total: 100 / 100\\*\\*"
+          "&lt;script&gt;alert(1)&lt;/script&gt;\\[z\\](javascript:alert(1)) \\` "
+          "www\\.example.com\")\\`")
+
+
+@pytest.fixture(scope="module")
+def feedback(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("markdown")
+    cls = root / "class"
+    for name in (NAME, "honest", "forger"):
+        (cls / name).mkdir(parents=True)
+        shutil.copy(HONEST, cls / name / "attention.py")
+    (cls / "forger" / "attention.py").write_text(
+        HONEST.read_text() + f"\n\ndef softmax(x, dim=-1):\n    {RAISE}\n")
+    out = root / "out"
+    r = run_cli("grade", "-a", "attention", str(cls), "--out", str(out), "--jobs", "2",
+                timeout=900)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return out / "feedback"
+
+
+def _rendered(text: str) -> list:
+    md = MarkdownIt("commonmark")        # raw HTML allowed, as most viewers do
+    tokens = md.parse(text)
+    inline = [child for t in tokens for child in (t.children or [])]
+    return tokens + inline
+
+
+def test_messages_and_quoted_code_add_nothing(feedback: Path):
+    text = (feedback / "forger.md").read_text()
+    lines = text.splitlines()
+    assert [x for x in lines if x.startswith("#")] == [
+        f"# {TITLE}: feedback for forger", "## softmax: 0 / 6 (error)",
+        "## attention: 0 / 6 (error)", "## mask: 2 / 6 (partial)",
+        "## split_heads: 5 / 5 (passed)", "## multi_head: 0 / 6 (error)",
+        "## block: 3 / 6 (partial)"]
+    assert [x for x in lines if "Total" in x and not x.startswith("- ❌")] == \
+        ["**Total: 10 / 35**"]
+    line = (feedback.parent.parent / "class" / "forger" / "attention.py").read_text() \
+        .splitlines().index(f"    {RAISE}") + 1
+    i = lines.index("## softmax: 0 / 6 (error)")
+    assert lines[i + 2:i + 4] == [
+        f"- ❌ case *lesson: softmax(\\[1, 2, 3\\])*: {FORGED} (line {line} of attention.py, "
+        f"in softmax: {QUOTED})",
+        "  - (and 5 more case(s) with the same problem)"]
+    tokens = _rendered(text)
+    kinds = [t.type for t in tokens]
+    assert "html_inline" not in kinds and "html_block" not in kinds
+    assert "link_open" not in kinds and "code_inline" not in kinds
+    assert [t.tag for t in tokens if t.type == "heading_open"] == ["h1"] + ["h2"] * 6
+    assert kinds.count("strong_open") == 1          # the real total only
+
+
+def test_a_name_is_shown_as_written(feedback: Path):
+    text = (feedback / f"{safe_name(NAME)}.md").read_text()
+    assert text.splitlines()[0] == f"# {TITLE}: feedback for {NAME_IN_FILE}"
+    assert "**Total: 35 / 35**" in text.splitlines()      # the honest student's own total
+    tokens = _rendered(text)
+    kinds = [t.type for t in tokens]
+    assert "html_inline" not in kinds and "link_open" not in kinds
+    assert kinds.count("strong_open") == 1
+    html = MarkdownIt("commonmark").render(text)
+    assert f"<h1>{TITLE}: feedback for {NAME_IN_HTML}</h1>" in html
+    assert "<a " not in html and "<b " not in html
+    honest = (feedback / "honest.md").read_text()
+    assert "**Total: 35 / 35**" in honest.splitlines() and "❌" not in honest

@@ -1,0 +1,80 @@
+"""Terminal output cannot be forged: control characters in student names and in messages from
+the student's process are shown as escapes, so a name with a newline adds no row to the summary
+table, and an exception message cannot clear the screen or print a fake result line."""
+import shutil
+from pathlib import Path
+
+import pytest
+
+from helpers import SUBMISSIONS, run_cli
+
+HONEST = SUBMISSIONS / "correct" / "reference_style.py"
+NAME = "eve\n\x1b[2Jmallory"
+SHOWN = "eve\\n\\x1b[2Jmallory"
+# A raw ESC and CSI in the source line itself (quoted back in the message), and escapes that
+# become LF and CR in the message: both must come out as visible escapes.
+RAISE = 'raise ValueError("\\n[PASS] softmax: 6/6 (passed)\x1b[2J\\rok\x9b2K")'
+MESSAGE = ("softmax raised ValueError: \\n[PASS] softmax: 6/6 (passed)\\x1b[2J\\rok\\x9b2K "
+           "(line {line} of attention.py, in softmax: "
+           "`raise ValueError(\"\\n[PASS] softmax: 6/6 (passed)\\x1b[2J\\rok\\x9b2K\")`)")
+
+
+def _forger_source() -> str:
+    return HONEST.read_text() + f"\n\ndef softmax(x, dim=-1):\n    {RAISE}\n"
+
+
+@pytest.fixture(scope="module")
+def hostile_class(tmp_path_factory):
+    cls = tmp_path_factory.mktemp("terminal") / "class"
+    for name in (NAME, "honest", "forger"):
+        (cls / name).mkdir(parents=True)
+        shutil.copy(HONEST, cls / name / "attention.py")
+    (cls / "forger" / "attention.py").write_text(_forger_source())
+    return cls
+
+
+def _no_controls(text: str) -> None:
+    bad = [ch for ch in text if (ord(ch) < 32 and ch != "\n") or 0x7f <= ord(ch) <= 0x9f]
+    assert not bad, bad
+
+
+def test_summary_and_feedback_escape_names_and_messages(hostile_class: Path):
+    r = run_cli("grade", "-a", "attention", str(hostile_class), "--feedback", "--jobs", "2",
+                timeout=900)
+    assert r.returncode == 0, r.stderr[-3000:]
+    _no_controls(r.stdout)
+    lines = r.stdout.splitlines()
+    assert lines[0] == ("submission           softmax  attention     mask  split_heads  "
+                        "multi_head    block    total")
+    assert set(lines[1]) == {"-"}
+    # Exactly one row per student: the newline in a name is not a row of its own.
+    assert lines[2:6] == [
+        f"{SHOWN}      6/6        6/6      6/6          5/5         6/6      6/6    35/35",
+        "forger               err 0/6    err 0/6      2/6          5/5     err 0/6      3/6"
+        "    10/35",
+        "honest                   6/6        6/6      6/6          5/5         6/6      6/6"
+        "    35/35",
+        ""]
+    line = _forger_source().splitlines().index(f"    {RAISE}") + 1
+    forger = lines.index(f"{hostile_class}/forger/attention.py: 10/35")
+    assert lines[forger + 1:forger + 4] == [
+        "  [ERR ] softmax: 0/6 (error)",
+        "         case   'lesson: softmax([1, 2, 3])': " + MESSAGE.format(line=line),
+        "               (and 5 more case(s) with the same problem)"]
+    assert f"{hostile_class}/{SHOWN}/attention.py: 35/35" in lines
+    assert not any(x.startswith("[PASS]") for x in lines)   # the forged line is not a line
+
+
+def test_check_escapes_the_students_own_messages(hostile_class: Path):
+    path = hostile_class / "forger" / "attention.py"
+    r = run_cli("check", str(path), "-a", "attention")
+    assert r.returncode == 1, r.stderr[-3000:]
+    _no_controls(r.stdout)
+    line = _forger_source().splitlines().index(f"    {RAISE}") + 1
+    lines = r.stdout.splitlines()
+    i = lines.index("  [ERR ] softmax: 0/3 (error)")
+    assert lines[i + 1:i + 3] == [
+        "         case   'lesson: softmax([1, 2, 3])': " + MESSAGE.format(line=line),
+        "               (and 2 more case(s) with the same problem)"]
+    honest = run_cli("check", str(hostile_class / "honest" / "attention.py"), "-a", "attention")
+    assert honest.returncode == 0 and "All public checks pass." in honest.stdout
