@@ -33,9 +33,9 @@ def report(tmp_path_factory) -> tuple[str, dict]:
     for sub in NAMES:
         (export / sub).mkdir(parents=True)
         shutil.copy(HONEST, export / sub / "attention.py")
-    # The first submission quotes markup back through its syntax error message.
+    # The first submission quotes markup back through the error its import raises.
     (export / "submission_1" / "attention.py").write_text(
-        "x = <script>alert(3)</script>\n")
+        "def f():\n    pass\n\nraise ValueError('<script>alert(3)</script>')\n")
     (export / "submission_metadata.yml").write_text(yaml.safe_dump(
         {sub: {":submitters": [{":name": name}]} for sub, name in NAMES.items()}))
     out = export.parent / "out"
