@@ -187,6 +187,9 @@ def cmd_sandbox(args) -> int:
         return 3
     print(f"level: {s.description}")
     print(f"per-worker PID namespace: {'yes' if s.pidns else 'no'}")
+    print(f"memory bounded by: {s.memory}")
+    if s.mechanisms.get("masked"):
+        print(f"project folders hidden from workers: {s.mechanisms['masked']}")
     s.close()
     return 0
 

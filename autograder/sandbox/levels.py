@@ -35,6 +35,7 @@ PACKAGE_DIR = Path(__file__).resolve().parent     # autograder/sandbox
 # `autograder/__init__.py` that makes it importable), under this root.
 SANDBOX_ENGINE_ROOT = "/opt/autograder"
 BASE_UID = 61000
+SHARED_TMP_BYTES = 1 << 30
 SCRUBBED_ENV = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8",
                 "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1"}
 
@@ -76,6 +77,9 @@ def bwrap_command(python: list[str], as_root: bool) -> list[str]:
            "--unshare-cgroup-try"]
     if not as_root:
         cmd += ["--unshare-user"]
+    # /tmp holds the workers' folders; capped, in case workers cannot have tmpfs of their own.
+    if _bwrap_has_size():
+        cmd += ["--size", str(SHARED_TMP_BYTES)]
     cmd += ["--tmpfs", "/tmp", "--proc", "/proc", "--dev", "/dev", "--ro-bind", "/usr", "/usr"]
     for top in ("bin", "lib", "lib64", "sbin", "lib32"):
         p = Path("/") / top
@@ -107,11 +111,39 @@ def bwrap_command(python: list[str], as_root: bool) -> list[str]:
     return cmd + ["--"] + python
 
 
-def forkserver_command(fd: int, engine_root: str, pid_namespaces: bool) -> list[str]:
-    """The interpreter command of the fork server, the engine's root put first on its path."""
+def forkserver_command(fd: int, engine_root: str, pid_namespaces: bool,
+                       hide: list[str] = (), keep: list[str] = (),
+                       owns_tmp: bool = False) -> list[str]:
+    """The interpreter command of the fork server, the engine's root put first on its path;
+    `hide`/`keep`/`owns_tmp` as `forkserver.ForkServer` takes them."""
     code = (f"import sys; sys.path.insert(0, {engine_root!r}); "
-            f"from autograder.sandbox.forkserver import main; main({fd}, {pid_namespaces!r})")
+            f"from autograder.sandbox.forkserver import main; "
+            f"main({fd}, {pid_namespaces!r}, {list(hide)!r}, {list(keep)!r}, {owns_tmp!r})")
     return [sys.executable, "-s", "-B", "-c", code]
+
+
+def project_root() -> Path:
+    """The folder holding the engine package, and beside it the reference and assignments
+    (a checkout, or Gradescope's source folder)."""
+    return PACKAGE_DIR.parent.parent
+
+
+def hidden_and_kept() -> tuple[list[str], list[str]]:
+    """What a worker on the host's file system must not see (the project's folders), and what it
+    needs inside them (the Python installation, this package and its parent's __init__)."""
+    keep = [*_python_dirs(), str(PACKAGE_DIR), str(PACKAGE_DIR.parent / "__init__.py")]
+    return [str(project_root())], keep
+
+
+@functools.lru_cache(maxsize=None)
+def _bwrap_has_size() -> bool:
+    """`--size` (a capped tmpfs) came with bubblewrap 0.8; older ones refuse the option."""
+    try:
+        r = subprocess.run([shutil.which("bwrap") or "bwrap", "--help"], capture_output=True,
+                           text=True, timeout=10, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return "--size" in r.stdout + r.stderr
 
 
 @functools.lru_cache(maxsize=None)
