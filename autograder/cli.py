@@ -188,8 +188,9 @@ def cmd_sandbox(args) -> int:
     print(f"level: {s.description}")
     print(f"per-worker PID namespace: {'yes' if s.pidns else 'no'}")
     print(f"memory bounded by: {s.memory}")
-    if s.mechanisms.get("masked"):
-        print(f"project folders hidden from workers: {s.mechanisms['masked']}")
+    if s.mechanisms.get("own_root"):
+        print("file system: made by the fork server (system libraries, Python, the sandbox "
+              "package only)")
     s.close()
     return 0
 

@@ -17,8 +17,7 @@ import time
 from . import procfs
 from .errors import SandboxError
 from .levels import (BASE_UID, LEVEL_DESCRIPTIONS, SANDBOX_ENGINE_ROOT, SCRUBBED_ENV,
-                     bwrap_command, choose_level, forkserver_command, hidden_and_kept,
-                     project_root)
+                     bwrap_command, choose_level, file_view, forkserver_command, project_root)
 from .limits import Limits
 
 
@@ -36,13 +35,16 @@ class Sandbox:
         self.uid = BASE_UID + slot if self.root else None
         self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         fd = theirs.fileno()
+        self._stage: str | None = None
         if self.level == "namespaces":
             cmd = bwrap_command(forkserver_command(fd, SANDBOX_ENGINE_ROOT, pid_namespaces,
                                                    owns_tmp=True), self.root)
         elif self.level == "user":
-            # On the host's file system: the fork server hides the project's folders first.
-            hide, keep = hidden_and_kept()
-            cmd = forkserver_command(fd, str(project_root()), pid_namespaces, hide, keep)
+            # No bubblewrap: the fork server makes the same file system itself, on an empty
+            # folder of ours (removed at close), before any worker exists.
+            self._stage = tempfile.mkdtemp(prefix="autograder-root-")
+            cmd = forkserver_command(fd, str(project_root()), pid_namespaces,
+                                     file_view(str(project_root())), self._stage)
         else:
             cmd = forkserver_command(fd, str(project_root()), pid_namespaces)
         # The fork server's own errors go to a file: a pipe nobody reads could fill and block.
@@ -174,6 +176,11 @@ class Sandbox:
                 self.proc.kill()
                 self.proc.wait()
             self.errors.close()
+            if self._stage:
+                try:
+                    os.rmdir(self._stage)
+                except OSError:
+                    pass
 
 
 def memory_mechanisms(ready: dict, uid: int | None) -> str:

@@ -11,9 +11,9 @@ removed after it. The worker then gets a fresh empty directory, resource limits 
 started as root, an unprivileged user with no supplementary groups, before any student code
 runs.
 
-Run on the host's file system (the `user` level), the fork server first hides the project's
-folders in a mount namespace of its own (`mounts.mask`), keeping only the Python installation
-and this package: workers inherit that view.
+Without bubblewrap (the `user` level), the fork server first makes the file system bubblewrap
+would have made, in a mount namespace of its own (`mounts.build_root`): only the system's
+libraries, the Python installation and this package. Workers inherit that view.
 """
 from __future__ import annotations
 
@@ -32,6 +32,7 @@ from . import ipc, mounts, procfs
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWIPC = 0x08000000
+CLONE_NEWNET = 0x40000000
 CLONE_NEWPID = 0x20000000
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE = 1, 4
 PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 36, 38
@@ -204,17 +205,18 @@ def _remove_files_of(uid: int, keep: set[str]) -> None:
 
 class ForkServer:
     def __init__(self, control: socket.socket, pid_namespaces: bool = True,
-                 hide: list[str] = (), keep: list[str] = (), owns_tmp: bool = False):
-        """`hide`: folders to cover (keeping `keep`) in a mount namespace of this process's own;
-        `owns_tmp`: /tmp and the IPC namespace are this process's alone (under bubblewrap), so
-        whatever a worker leaves there can go."""
+                 view: list | None = None, stage: str | None = None, owns_tmp: bool = False):
+        """`view`: make this file system (`levels.file_view`) at `stage`, an empty folder, and
+        enter it, in a mount namespace of this process's own (the `user` level); `owns_tmp`:
+        /tmp and the IPC namespace are this process's alone (as under bubblewrap), so whatever
+        a worker leaves there can go."""
         self.control = control
-        self.masked: list[str] = []
-        if hide:
-            _check(_libc.unshare(CLONE_NEWNS), "unshare")
+        self.own_root = bool(view)
+        if view:
+            # No network either: a fresh network namespace has only a loopback, down.
+            _check(_libc.unshare(CLONE_NEWNS | CLONE_NEWNET), "unshare")
             mounts.make_private()
-            mounts.private_tmp()
-            self.masked = mounts.mask(list(hide), list(keep))
+            mounts.build_root(stage, view)
             owns_tmp = True
         self.owns_tmp = owns_tmp
         self.private = _probe_private()
@@ -310,7 +312,7 @@ class ForkServer:
     def mechanisms(self) -> dict:
         return {"pidns": self.use_pidns, "ipcns": self.private["private"],
                 "ipc_limits": self.private["ipc_limits"], "scratch": self.private["scratch"],
-                "masked": len(self.masked), "cleanup": not self.private["private"] and (
+                "own_root": self.own_root, "cleanup": not self.private["private"] and (
                     self.owns_tmp or os.geteuid() == 0)}
 
     def _kill_orphans(self) -> None:
@@ -368,8 +370,8 @@ class ForkServer:
                     pass
 
 
-def main(control_fd: int, pid_namespaces: bool = True, hide: list[str] = (),
-         keep: list[str] = (), owns_tmp: bool = False) -> None:
+def main(control_fd: int, pid_namespaces: bool = True, view: list | None = None,
+         stage: str | None = None, owns_tmp: bool = False) -> None:
     import torch
 
     torch.set_num_threads(1)
@@ -396,7 +398,7 @@ def main(control_fd: int, pid_namespaces: bool = True, hide: list[str] = (),
 
     gc.collect()
     gc.freeze()
-    ForkServer(socket.socket(fileno=control_fd), pid_namespaces, hide, keep, owns_tmp).serve()
+    ForkServer(socket.socket(fileno=control_fd), pid_namespaces, view, stage, owns_tmp).serve()
 
 
 if __name__ == "__main__":

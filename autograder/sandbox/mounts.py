@@ -3,10 +3,10 @@
 * `scratch`: one size-capped tmpfs holds everything a worker may write (its working directory,
   /tmp, /var/tmp, /dev/shm), so files and POSIX shared memory count against one cap, and all of
   it disappears with the worker's mount namespace.
-* `mask`: where the fork server runs on the host's file system (the `user` level), the project's
-  own folders (reference, assignments with hidden cases, snapshots, the mistakes catalogue) are
-  covered by empty mounts, keeping only what a worker needs (the Python installation and the
-  sandbox package).
+* `build_root`: where no bubblewrap makes the sandbox's file system (the `user` level), the
+  fork server makes the same one itself (`levels.file_view`: system libraries, the Python
+  installation, the sandbox package) and enters it, so the project's reference, hidden cases,
+  snapshots and mistakes catalogue, and everything else on the machine, are out of reach.
 """
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def make_private() -> None:
 
 def fresh_proc() -> None:
     """A proc of this process's PID namespace (and writable /proc/sys for its IPC namespace)."""
-    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    fresh_proc_at("/proc")
 
 
 def scratch(workdir: str, size_bytes: int, uid: int | None) -> None:
@@ -57,42 +57,61 @@ def scratch(workdir: str, size_bytes: int, uid: int | None) -> None:
         os.chown(workdir, uid, uid)
 
 
-def mask(hidden: list[str], keep: list[str]) -> list[str]:
-    """Cover each path of `hidden` with an empty mount (a read-only tmpfs for a folder,
-    /dev/null for a file), except the paths of `keep` and the folders leading to them, which
-    stay as they are. Returns the paths covered."""
-    keep_paths = [Path(os.path.realpath(k)) for k in keep]
-    covered: list[str] = []
-
-    def visit(path: Path) -> None:
-        if path.is_symlink() or not path.exists():
-            return
-        if any(path == k or k in path.parents for k in keep_paths):
-            return   # kept, or inside something kept
-        if not any(path in k.parents for k in keep_paths):
-            _cover(path)
-            covered.append(str(path))
-            return
-        for child in sorted(path.iterdir()):
-            visit(child)
-
-    for h in hidden:
-        visit(Path(os.path.realpath(h)))
-    return covered
-
-
-def _cover(path: Path) -> None:
-    if path.is_dir():
-        mount("tmpfs", str(path), "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-              "size=4k,mode=0755")
-        mount(None, str(path), None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
-    else:
-        mount("/dev/null", str(path), None, MS_BIND)
-        mount(None, str(path), None, MS_REMOUNT | MS_BIND | MS_RDONLY)
-
-
-def private_tmp() -> None:
-    """Empty /tmp, /var/tmp and /dev/shm for this mount namespace (the host's stay unseen)."""
-    for target in ("/tmp", "/var/tmp", "/dev/shm"):
-        if os.path.isdir(target) and not os.path.islink(target):
+def build_root(root: str, view: list) -> None:
+    """Make the file system of `view` (see `levels.file_view`) on a tmpfs at `root`, an empty
+    folder, and enter it (chroot): from then on this process and its children see only that.
+    What bubblewrap does at the `namespaces` level, done by the fork server at `user`."""
+    mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "size=16m,mode=0755")
+    for kind, *args in view:
+        target = root + args[-1] if kind in ("ro-bind", "symlink") else root + args[0]
+        if kind == "tmpfs":
+            _mkdirs(target)
             mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777")
+        elif kind == "proc":
+            _mkdirs(target)
+            fresh_proc_at(target)
+        elif kind == "dev":
+            _dev(target)
+        elif kind == "dir":
+            _mkdirs(target)
+            os.chmod(target, args[1])
+        elif kind == "symlink":
+            _mkdirs(os.path.dirname(target))
+            os.symlink(args[0], target)
+        elif kind == "ro-bind":
+            _bind(args[0], target, read_only=True)
+    os.chdir(root)
+    os.chroot(".")
+    os.chdir("/")
+
+
+def fresh_proc_at(target: str) -> None:
+    mount("proc", target, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+
+
+def _mkdirs(path: str) -> None:
+    os.makedirs(path, mode=0o755, exist_ok=True)
+
+
+def _bind(source: str, target: str, read_only: bool) -> None:
+    if os.path.isdir(source):
+        _mkdirs(target)
+    else:
+        _mkdirs(os.path.dirname(target))
+        open(target, "a").close()
+    mount(source, target, None, MS_BIND | MS_REC)
+    if read_only:
+        mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+
+
+def _dev(target: str) -> None:
+    """A minimal /dev, as bubblewrap's: the harmless character devices and the usual links."""
+    _mkdirs(target)
+    mount("tmpfs", target, "tmpfs", MS_NOSUID, "size=64k,mode=0755")
+    for name in ("null", "zero", "full", "random", "urandom", "tty"):
+        if os.path.exists(f"/dev/{name}"):
+            _bind(f"/dev/{name}", f"{target}/{name}", read_only=False)
+    for name, link in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"),
+                       ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2")):
+        os.symlink(link, f"{target}/{name}")
+    os.mkdir(f"{target}/shm", 0o755)
