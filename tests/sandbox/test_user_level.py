@@ -247,3 +247,33 @@ def test_rlimits_level_as_root_still_leaves_nothing(tmp_path):
     for name, sub in data.items():
         assert sub["score"] == sub["max_score"] == 35, (name, sub["questions"]["softmax"])
     _nothing_left(before)
+
+
+def test_gradescope_setup_leaves_only_the_interpreter_and_sandbox_readable(tmp_path):
+    """setup.sh (run as root in the image) unzips everything readable to all; afterwards the
+    sandbox's user may read the interpreter and the sandbox package, nothing else of source/."""
+    from autograder.build import SETUP_PERMISSIONS
+
+    root = tmp_path / "autograder"
+    files = ["venv/bin/python3", "venv/lib/python3.11/site-packages/torch/__init__.py",
+             "source/autograder/__init__.py", "source/autograder/grade.py",
+             "source/autograder/sandbox/worker.py", "source/run_autograder",
+             "source/assignments/attention/reference/attention.py",
+             "source/assignments/attention/tests/softmax.py",
+             "source/assignments/attention/snapshots/softmax.json",
+             "source/assignments/attention/mistakes.py"]
+    for rel in files:
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text("x")
+    for p in [root, *root.rglob("*")]:
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    r = subprocess.run(["bash", "-c", SETUP_PERMISSIONS], env={**os.environ, "ROOT": str(root)},
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    readable = {rel for rel in files if (root / rel).stat().st_mode & 0o004}
+    assert readable == {"venv/bin/python3", "venv/lib/python3.11/site-packages/torch/__init__.py",
+                        "source/autograder/__init__.py", "source/autograder/sandbox/worker.py"}
+    for p in (root / "source").rglob("*"):
+        rel = p.relative_to(root / "source")
+        if rel.parts[:2] != ("autograder", "sandbox") and str(rel) != "autograder/__init__.py":
+            assert p.stat().st_mode & 0o077 == 0, rel     # folders too: nothing to list
