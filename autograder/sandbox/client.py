@@ -27,9 +27,11 @@ class Sandbox:
     """One fork server; workers are created from it one submission at a time."""
 
     def __init__(self, level: str = "auto", slot: int = 0, wait: bool = True,
-                 pid_namespaces: bool = True):
+                 pid_namespaces: bool = True, worker_namespaces: bool = True):
         """`pid_namespaces=False` keeps workers out of PID namespaces of their own even where
-        they are possible (the fork server then kills what they leave as a subreaper)."""
+        they are possible (the fork server then kills what they leave as a subreaper);
+        `worker_namespaces=False` likewise out of mount and IPC namespaces of their own (the
+        fork server then removes what they leave). Both to try the fallbacks."""
         self.level = choose_level(level)
         self.root = os.geteuid() == 0
         self.uid = BASE_UID + slot if self.root else None
@@ -38,15 +40,19 @@ class Sandbox:
         self._stage: str | None = None
         if self.level == "namespaces":
             cmd = bwrap_command(forkserver_command(fd, SANDBOX_ENGINE_ROOT, pid_namespaces,
-                                                   owns_tmp=True), self.root)
+                                                   owns_tmp=True,
+                                                   worker_namespaces=worker_namespaces),
+                                self.root)
         elif self.level == "user":
             # No bubblewrap: the fork server makes the same file system itself, on an empty
             # folder of ours (removed at close), before any worker exists.
             self._stage = tempfile.mkdtemp(prefix="autograder-root-")
             cmd = forkserver_command(fd, str(project_root()), pid_namespaces,
-                                     file_view(str(project_root())), self._stage)
+                                     file_view(str(project_root())), self._stage,
+                                     worker_namespaces=worker_namespaces)
         else:
-            cmd = forkserver_command(fd, str(project_root()), pid_namespaces)
+            cmd = forkserver_command(fd, str(project_root()), pid_namespaces,
+                                     worker_namespaces=worker_namespaces)
         # The fork server's own errors go to a file: a pipe nobody reads could fill and block.
         self.errors = tempfile.TemporaryFile()
         self.proc = subprocess.Popen(cmd, pass_fds=[fd], env=SCRUBBED_ENV, cwd="/",

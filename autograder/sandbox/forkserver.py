@@ -74,11 +74,12 @@ def _probe_private() -> dict:
     if pid == 0:
         code = 0
         try:
+            # Exactly the worker's steps (`_become_worker`), in namespaces of this child's own.
             _check(_libc.unshare(CLONE_NEWNS | CLONE_NEWIPC), "unshare")
-            code |= 1
             mounts.make_private()
+            mounts.fresh_proc()
+            code |= 1
             try:
-                mounts.fresh_proc()
                 ipc.limit_namespace(1 << 20)
                 code |= 2
             except OSError:
@@ -205,7 +206,8 @@ def _remove_files_of(uid: int, keep: set[str]) -> None:
 
 class ForkServer:
     def __init__(self, control: socket.socket, pid_namespaces: bool = True,
-                 view: list | None = None, stage: str | None = None, owns_tmp: bool = False):
+                 view: list | None = None, stage: str | None = None, owns_tmp: bool = False,
+                 worker_namespaces: bool = True):
         """`view`: make this file system (`levels.file_view`) at `stage`, an empty folder, and
         enter it, in a mount namespace of this process's own (the `user` level); `owns_tmp`:
         /tmp and the IPC namespace are this process's alone (as under bubblewrap), so whatever
@@ -213,13 +215,15 @@ class ForkServer:
         self.control = control
         self.own_root = bool(view)
         if view:
-            # No network either: a fresh network namespace has only a loopback, down.
-            _check(_libc.unshare(CLONE_NEWNS | CLONE_NEWNET), "unshare")
+            # No network either (a fresh network namespace has only a loopback, down), and IPC
+            # apart from the host's even where workers cannot have their own.
+            _check(_libc.unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC), "unshare")
             mounts.make_private()
             mounts.build_root(stage, view)
             owns_tmp = True
         self.owns_tmp = owns_tmp
-        self.private = _probe_private()
+        self.private = _probe_private() if worker_namespaces else \
+            {"private": False, "ipc_limits": False, "scratch": False}
         self.own_pidns = _own_pid_namespace() if pid_namespaces else None
         self.use_pidns = self.own_pidns is not None
         if not self.use_pidns:
@@ -371,7 +375,7 @@ class ForkServer:
 
 
 def main(control_fd: int, pid_namespaces: bool = True, view: list | None = None,
-         stage: str | None = None, owns_tmp: bool = False) -> None:
+         stage: str | None = None, owns_tmp: bool = False, worker_namespaces: bool = True) -> None:
     import torch
 
     torch.set_num_threads(1)
@@ -398,7 +402,8 @@ def main(control_fd: int, pid_namespaces: bool = True, view: list | None = None,
 
     gc.collect()
     gc.freeze()
-    ForkServer(socket.socket(fileno=control_fd), pid_namespaces, view, stage, owns_tmp).serve()
+    ForkServer(socket.socket(fileno=control_fd), pid_namespaces, view, stage, owns_tmp,
+               worker_namespaces).serve()
 
 
 if __name__ == "__main__":

@@ -132,12 +132,13 @@ def bwrap_command(python: list[str], as_root: bool) -> list[str]:
 
 def forkserver_command(fd: int, engine_root: str, pid_namespaces: bool,
                        view: list | None = None, stage: str | None = None,
-                       owns_tmp: bool = False) -> list[str]:
+                       owns_tmp: bool = False, worker_namespaces: bool = True) -> list[str]:
     """The interpreter command of the fork server, the engine's root put first on its path;
-    `view`/`stage`/`owns_tmp` as `forkserver.ForkServer` takes them."""
+    the other arguments as `forkserver.ForkServer` takes them."""
     code = (f"import sys; sys.path.insert(0, {engine_root!r}); "
             f"from autograder.sandbox.forkserver import main; "
-            f"main({fd}, {pid_namespaces!r}, {view!r}, {stage!r}, {owns_tmp!r})")
+            f"main({fd}, {pid_namespaces!r}, {view!r}, {stage!r}, {owns_tmp!r}, "
+            f"{worker_namespaces!r})")
     return [sys.executable, "-s", "-B", "-c", code]
 
 

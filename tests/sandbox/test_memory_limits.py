@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -227,3 +230,32 @@ def test_a_full_tmpfs_is_a_memory_error_not_a_crash():
     assert is_memory_error(OSError(28, "No space left on device"))
     assert is_memory_error(OSError(12, "Cannot allocate memory"))
     assert not is_memory_error(OSError(2, "No such file or directory"))
+
+
+@pytest.mark.parametrize("level", [lv for lv in _levels() if lv != "rlimits"])
+def test_without_worker_namespaces_what_a_worker_leaves_is_removed(level):
+    """Where workers cannot have mount and IPC namespaces of their own (bubblewrap without
+    root), the fork server removes the IPC objects and temporary files of the worker's user
+    after each worker. Shared memory is then not capped while the worker runs (README)."""
+    from autograder.assignment import load_assignment
+    from autograder.grade import grade_submission
+    from autograder.sandbox import Sandbox
+
+    if os.geteuid() != 0:
+        pytest.skip("without root the worker user is the grader's own: tried by the levels")
+    assignment = load_assignment("attention")
+    limits = assignment.limits.override({"question_seconds": 20, "memory_mb": 512})
+    sandbox = Sandbox(level, worker_namespaces=False)
+    folder = Path(tempfile.mkdtemp())
+    try:
+        assert not sandbox.mechanisms["ipcns"] and "removed after it" in sandbox.memory
+        _build(folder / "class", {"a_leaver.py": LEAVER, "b_seeker.py": SEEKER})
+        for name in ("a_leaver.py", "b_seeker.py"):
+            result = grade_submission(assignment, folder / "class" / name, sandbox,
+                                      limits).to_json()
+            assert result["score"] == result["max_score"] == 35, \
+                (name, {q: v["feedback"] for q, v in result["questions"].items()})
+    finally:
+        sandbox.close()
+        shutil.rmtree(folder, ignore_errors=True)
+    assert str(0x4711) not in _sysv_keys()
