@@ -185,6 +185,16 @@ def _kill_uid(uid: int) -> None:
     os.waitpid(pid, 0)
 
 
+def _scratch_full(pid: int) -> bool:
+    """Whether a live worker's capped tmpfs is (nearly) full: a worker stopped by the time limit
+    with it full was out of memory, not merely slow."""
+    try:
+        st = os.statvfs(f"/proc/{pid}/root/tmp")
+    except OSError:
+        return False
+    return st.f_blocks > 0 and st.f_bavail <= 0.1 * st.f_blocks
+
+
 def _remove_files_of(uid: int, keep: set[str]) -> None:
     """Remove what `uid` left at the top of the shared temporary folders."""
     for top in ("/tmp", "/var/tmp", "/dev/shm"):
@@ -284,6 +294,8 @@ class ForkServer:
             peak = procfs.memory(pid, "VmPeak")
             if peak:
                 info["vm_peak"] = peak
+            if self.private["scratch"] and _scratch_full(pid):
+                info["scratch_full"] = True
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:

@@ -140,7 +140,7 @@ class WorkerSession:
             return self.reader.message()
         except socket.timeout:
             info = self._stop()
-            if info.get("vm_peak", 0) >= 0.9 * self.memory_bytes:
+            if info.get("vm_peak", 0) >= 0.9 * self.memory_bytes or info.get("scratch_full"):
                 raise WorkerStopped("memory", f"memory limit: {doing} used all the memory "
                                               f"allowed ({self.limits.memory_mb} MB above the "
                                               "baseline) and then ran out of time") from None

@@ -103,6 +103,22 @@ def softmax(x, dim=-1):
                 f.write(block)
     return _softmax(x, dim)
 ''',
+    # Fills its working directory, ignores the error, then spins holding it all.
+    "fill_then_spin.py": '''
+import os
+
+
+def softmax(x, dim=-1):
+    block = b"\\1" * (8 << 20)
+    try:
+        for i in range(128):
+            with open(f"spin{i}", "wb") as f:
+                f.write(block)
+    except OSError:
+        pass
+    while True:
+        pass
+''',
 }
 
 # Graded first: leaves a System V segment, a POSIX segment and files behind on purpose.
@@ -149,7 +165,7 @@ def _build(folder, files: dict[str, str]) -> None:
 
 def _grade(folder, level: str, out) -> dict:
     r = run_cli("grade", "-a", "attention", str(folder), "--json", str(out), "--sandbox", level,
-                "--jobs", "1", "--limit", "memory_mb=512", "--limit", "question_seconds=20",
+                "--jobs", "1", "--limit", "memory_mb=512", "--limit", "question_seconds=8",
                 timeout=900)
     assert r.returncode == 0, r.stderr[-3000:]
     return {os.path.basename(s["path"]): s for s in json.loads(out.read_text())["submissions"]}
