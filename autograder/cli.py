@@ -197,6 +197,10 @@ def cmd_sandbox(args) -> int:
         return 3
     print(f"level: {s.description}")
     print(f"per-worker PID namespace: {'yes' if s.pidns else 'no'}")
+    print(f"memory bounded by: {s.memory}")
+    if s.mechanisms.get("own_root"):
+        print("file system: made by the fork server (system libraries, Python, the sandbox "
+              "package only)")
     s.close()
     return 0
 

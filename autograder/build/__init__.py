@@ -27,13 +27,13 @@ from .common import (ENGINE_DIR, GRADER_ONLY_KEYS, TORCH_CPU_INDEX, BuildError, 
                      grader_only_files, gradescope_settings, pinned_requirements,
                      question_files, rewrite_toml, snapshot_keys,
                      strip_hidden_cases, write_assignment_folder, write_engine, zip_folder)
-from .gradescope import build_gradescope
+from .gradescope import SETUP_PERMISSIONS, build_gradescope
 from .otter import build_otter
 from .student import answer_files, build_student, classroom_workflow, shipped_files, write_student_bundle
 
 __all__ = [
     "answer_files", "build_all", "build_student", "build_gradescope", "build_otter", "shipped_files",
-    "write_student_bundle",
+    "write_student_bundle", "SETUP_PERMISSIONS",
     "classroom_workflow", "BuildError", "ENGINE_DIR", "GRADER_ONLY_KEYS", "TORCH_CPU_INDEX",
     "case_visibility", "grader_only_files", "gradescope_settings", "pinned_requirements",
     "question_files", "rewrite_toml", "snapshot_keys",

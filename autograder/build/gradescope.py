@@ -51,10 +51,18 @@ fi
 # A CPU build of torch, at the project's pinned version (no CUDA download).
 "$ROOT/venv/bin/python" -m pip install --quiet {torch} --index-url {index}
 "$ROOT/venv/bin/python" -m pip install --quiet -r requirements.txt
-# The sandbox drops to an unprivileged user, which must be able to read the interpreter.
+{permissions}"$ROOT/venv/bin/python" -m autograder sandbox
+"""
+
+# Part of setup.sh (and run alone by a test): the sandbox's unprivileged user may read the
+# interpreter and the sandbox package, nothing else of the autograder's source (reference,
+# question files with hidden cases, snapshots, the mistakes catalogue).
+SETUP_PERMISSIONS = """\
 chmod a+rx "$ROOT" || true
-chmod -R a+rX "$ROOT/venv" "$ROOT/source" || true
-"$ROOT/venv/bin/python" -m autograder sandbox
+chmod -R a+rX "$ROOT/venv" || true
+chmod -R go-rwx "$ROOT/source" || true
+chmod -R a+rX "$ROOT/source/autograder/sandbox" || true
+chmod a+r "$ROOT/source/autograder/__init__.py" || true
 """
 
 RUN_AUTOGRADER = """\
@@ -83,7 +91,8 @@ def build_gradescope(assignment: Assignment, out: Path) -> Path:
             "# Installed by setup.sh after torch (CPU build). Pinned as in constraints.txt.\n"
             + "\n".join(rest) + "\n")
         (src / "setup.sh").write_text(SETUP_SH.format(torch=torch or "torch",
-                                                      index=TORCH_CPU_INDEX))
+                                                      index=TORCH_CPU_INDEX,
+                                                      permissions=SETUP_PERMISSIONS))
         (src / "run_autograder").write_text(RUN_AUTOGRADER.format(assignment_dir=adir))
         return zip_folder(src, out / f"{assignment.name}-gradescope.zip",
                           executables=("setup.sh", "run_autograder"))

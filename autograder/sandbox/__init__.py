@@ -15,13 +15,16 @@ Processes (one line of descent each; arrows are "starts"):
   submission, one `session.WorkerSession` (the trusted client of that submission's worker).
 * **fork server** runs at the chosen level (`levels.py`): under bubblewrap (`namespaces`:
   no network, a private file system holding the Python installation and *only this package* of
-  the engine, private IPC/UTS/PIDs), or as root without it (`user`), or as the grader's own user
-  (`rlimits`). Its environment is scrubbed. It never runs student code: it forks.
+  the engine, private IPC/UTS/PIDs), or as root without it (`user`: the fork server makes the
+  same file system itself, `mounts.build_root`, and leaves the network), or as the grader's own
+  user (`rlimits`). Its environment is scrubbed. It never runs student code: it forks.
 * **worker** is forked from the fork server (one fork). Before any student code runs it gets,
   where the level allows, its own PID namespace (it is that namespace's init, so its death ends
-  everything it started) with a private /proc, an unprivileged uid with no supplementary groups,
-  no new privileges, rlimits (address space, CPU, processes, file size, open files, no core), a
-  fresh empty working directory, stdout/stderr that keep nothing, and a scrubbed environment.
+  everything it started) with a private /proc, its own mount and IPC namespaces (one capped
+  tmpfs for all it writes, capped System V IPC: `mounts.scratch`, `ipc.limit_namespace`), an
+  unprivileged uid with no supplementary groups, no new privileges, rlimits (address space,
+  CPU, processes, file size, open files, message queues, no core), a fresh empty working
+  directory, stdout/stderr that keep nothing, and a scrubbed environment.
 
 Channels, and what crosses them:
 

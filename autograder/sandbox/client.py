@@ -16,8 +16,8 @@ import time
 
 from . import procfs
 from .errors import SandboxError
-from .levels import (BASE_UID, LEVEL_DESCRIPTIONS, PACKAGE_DIR, SANDBOX_ENGINE_ROOT, SCRUBBED_ENV,
-                     bwrap_command, choose_level, forkserver_command)
+from .levels import (BASE_UID, LEVEL_DESCRIPTIONS, SANDBOX_ENGINE_ROOT, SCRUBBED_ENV,
+                     bwrap_command, choose_level, file_view, forkserver_command, project_root)
 from .limits import Limits
 
 
@@ -27,19 +27,32 @@ class Sandbox:
     """One fork server; workers are created from it one submission at a time."""
 
     def __init__(self, level: str = "auto", slot: int = 0, wait: bool = True,
-                 pid_namespaces: bool = True):
+                 pid_namespaces: bool = True, worker_namespaces: bool = True):
         """`pid_namespaces=False` keeps workers out of PID namespaces of their own even where
-        they are possible (the fork server then kills what they leave as a subreaper)."""
+        they are possible (the fork server then kills what they leave as a subreaper);
+        `worker_namespaces=False` likewise out of mount and IPC namespaces of their own (the
+        fork server then removes what they leave). Both to try the fallbacks."""
         self.level = choose_level(level)
         self.root = os.geteuid() == 0
         self.uid = BASE_UID + slot if self.root else None
         self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         fd = theirs.fileno()
+        self._stage: str | None = None
         if self.level == "namespaces":
-            cmd = bwrap_command(forkserver_command(fd, SANDBOX_ENGINE_ROOT, pid_namespaces),
+            cmd = bwrap_command(forkserver_command(fd, SANDBOX_ENGINE_ROOT, pid_namespaces,
+                                                   owns_tmp=True,
+                                                   worker_namespaces=worker_namespaces),
                                 self.root)
+        elif self.level == "user":
+            # No bubblewrap: the fork server makes the same file system itself, on an empty
+            # folder of ours (removed at close), before any worker exists.
+            self._stage = tempfile.mkdtemp(prefix="autograder-root-")
+            cmd = forkserver_command(fd, str(project_root()), pid_namespaces,
+                                     file_view(str(project_root())), self._stage,
+                                     worker_namespaces=worker_namespaces)
         else:
-            cmd = forkserver_command(fd, str(PACKAGE_DIR.parent.parent), pid_namespaces)
+            cmd = forkserver_command(fd, str(project_root()), pid_namespaces,
+                                     worker_namespaces=worker_namespaces)
         # The fork server's own errors go to a file: a pipe nobody reads could fill and block.
         self.errors = tempfile.TemporaryFile()
         self.proc = subprocess.Popen(cmd, pass_fds=[fd], env=SCRUBBED_ENV, cwd="/",
@@ -67,6 +80,9 @@ class Sandbox:
         if not ready.get("ready"):
             raise SandboxError("the sandbox's fork server did not start")
         self.pidns = bool(ready.get("pidns"))
+        self.mechanisms = ready
+        self.memory = memory_mechanisms(ready, self.uid if self.level != "rlimits" else None)
+        self.description += f"; memory: {self.memory}"
         self._ready = True
 
     def _read_reply(self, timeout: float) -> dict:
@@ -101,7 +117,11 @@ class Sandbox:
                    "file_bytes": limits.file_mb * 2**20,
                    "open_files": limits.open_files,
                    "processes": limits.processes,
-                   "output_bytes": limits.output_kb * 1024}}
+                   "output_bytes": limits.output_kb * 1024,
+                   # Files and shared memory are outside the address space: each gets half of
+                   # the memory limit (see `memory_mechanisms`).
+                   "scratch_bytes": limits.memory_mb * 2**20 // 2,
+                   "shm_bytes": limits.memory_mb * 2**20 // 2}}
         try:
             socket.send_fds(self.control, [json.dumps(req).encode() + b"\n"], [theirs.fileno()])
         except OSError as e:
@@ -174,6 +194,28 @@ class Sandbox:
                 self.proc.kill()
                 self.proc.wait()
             self.errors.close()
+            if self._stage:
+                try:
+                    os.rmdir(self._stage)
+                except OSError:
+                    pass
+
+
+def memory_mechanisms(ready: dict, uid: int | None) -> str:
+    """What bounds a worker's memory, from the fork server's report of what works here."""
+    parts = ["address space (rlimit)"]
+    if ready.get("scratch"):
+        parts.append("files and /dev/shm in a tmpfs capped at half the limit")
+    if ready.get("ipc_limits"):
+        parts.append("own IPC namespace, System V shared memory capped at half the limit")
+    elif ready.get("ipcns"):
+        parts.append("own IPC namespace (uncapped, freed with the worker)")
+    elif ready.get("cleanup") or uid is not None:
+        parts.append("IPC objects and temporary files of the worker removed after it "
+                     "(uncapped while it runs)")
+    else:
+        parts.append("shared memory and files uncapped and not removed")
+    return ", ".join(parts)
 
 
 def _forkserver_pid(pid: int) -> int | None:

@@ -17,6 +17,7 @@ installed before the student's module is imported (`install_tripwires`), so that
 """
 from __future__ import annotations
 
+import errno
 import functools
 import importlib
 import linecache
@@ -302,6 +303,9 @@ def _clip(s: str, limit: int = MAX_MESSAGE) -> str:
 
 def is_memory_error(exc: BaseException) -> bool:
     if isinstance(exc, MemoryError):
+        return True
+    # A full scratch tmpfs or shared-memory cap (ENOSPC), no memory for a mapping (ENOMEM).
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.ENOMEM, errno.EDQUOT):
         return True
     text = str(exc)
     return isinstance(exc, RuntimeError) and (

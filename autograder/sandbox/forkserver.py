@@ -2,11 +2,18 @@
 
 It runs inside the sandbox (bubblewrap when available), holds nothing secret (no reference, no
 hidden cases, no grades, a scrubbed environment) and never runs student code itself. Each worker
-gets its own PID and mount namespaces when this process may make them (so killing the worker
-kills everything it started, `setsid()` daemons included); otherwise this process is a child
-subreaper and kills every orphan a worker leaves. The worker then
-gets a fresh empty directory, resource limits and, when started as root, an unprivileged user
-with no supplementary groups, before any student code runs.
+gets its own PID namespace when this process may make one (so killing the worker kills
+everything it started, `setsid()` daemons included); otherwise this process is a child
+subreaper and kills every orphan a worker leaves. As root, each worker also gets mount and IPC
+namespaces of its own: one size-capped tmpfs for everything it may write, capped System V IPC,
+both gone with the worker. Without them, the IPC objects and files a worker's user left are
+removed after it. The worker then gets a fresh empty directory, resource limits and, when
+started as root, an unprivileged user with no supplementary groups, before any student code
+runs.
+
+Without bubblewrap (the `user` level), the fork server first makes the file system bubblewrap
+would have made, in a mount namespace of its own (`mounts.build_root`): only the system's
+libraries, the Python installation and this package. Workers inherit that view.
 """
 from __future__ import annotations
 
@@ -21,12 +28,12 @@ import sys
 import tempfile
 import time
 
-from . import procfs
+from . import ipc, mounts, procfs
 
 CLONE_NEWNS = 0x00020000
+CLONE_NEWIPC = 0x08000000
+CLONE_NEWNET = 0x40000000
 CLONE_NEWPID = 0x20000000
-MS_REC, MS_PRIVATE = 0x4000, 1 << 18
-MS_NOSUID, MS_NODEV, MS_NOEXEC = 2, 4, 8
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE = 1, 4
 PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 36, 38
 
@@ -58,6 +65,35 @@ def _own_pid_namespace() -> int | None:
     return fd
 
 
+def _probe_private() -> dict:
+    """Which per-worker mechanisms work here: mount and IPC namespaces (root only), a capped
+    IPC namespace (a writable /proc/sys in it) and a size-capped tmpfs. Tried in a child."""
+    if os.geteuid() != 0:
+        return {"private": False, "ipc_limits": False, "scratch": False}
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            # Exactly the worker's steps (`_become_worker`), in namespaces of this child's own.
+            _check(_libc.unshare(CLONE_NEWNS | CLONE_NEWIPC), "unshare")
+            mounts.make_private()
+            mounts.fresh_proc()
+            code |= 1
+            try:
+                ipc.limit_namespace(1 << 20)
+                code |= 2
+            except OSError:
+                pass
+            mounts.scratch("/tmp/probe", 1 << 20, None)
+            code |= 4
+        except OSError:
+            pass
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else 0
+    return {"private": bool(code & 1), "ipc_limits": code & 3 == 3, "scratch": code & 5 == 5}
+
+
 def _set_limits(limits: dict, nproc: int) -> None:
     mem = int(limits["memory_bytes"])
     for res, value in (
@@ -67,6 +103,8 @@ def _set_limits(limits: dict, nproc: int) -> None:
         (resource.RLIMIT_NOFILE, int(limits["open_files"])),
         (resource.RLIMIT_NPROC, nproc),
         (resource.RLIMIT_CORE, 0),
+        # POSIX message queues are kernel memory outside the address space.
+        (resource.RLIMIT_MSGQUEUE, 64 * 1024),
     ):
         try:
             resource.setrlimit(res, (value, value))
@@ -87,12 +125,17 @@ def _tasks_of(uid: int) -> int:
 
 
 def _become_worker(sock_fd: int, workdir: str, uid: int | None, limits: dict,
-                   own_pidns: bool) -> None:
+                   own_pidns: bool, private: dict) -> None:
     """In the worker: enter the sandbox for good, then serve the student's calls."""
-    if own_pidns:
-        # A private /proc: the worker sees only its own processes.
-        _libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None)
-        _libc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
+    if private["private"]:
+        # Its own mount and IPC namespaces: a private /proc (with its own PID namespace it sees
+        # only its own processes), capped shared memory, one capped tmpfs for all it writes.
+        mounts.make_private()
+        mounts.fresh_proc()
+        if private["ipc_limits"]:
+            ipc.limit_namespace(int(limits["shm_bytes"]))
+        if private["scratch"]:
+            mounts.scratch(workdir, int(limits["scratch_bytes"]), uid)
     os.setsid()
     os.chdir(workdir)
     devnull = os.open(os.devnull, os.O_RDWR)
@@ -142,9 +185,55 @@ def _kill_uid(uid: int) -> None:
     os.waitpid(pid, 0)
 
 
+def _scratch_full(pid: int) -> bool:
+    """Whether a live worker's capped tmpfs is (nearly) full: a worker stopped by the time limit
+    with it full was out of memory, not merely slow."""
+    try:
+        st = os.statvfs(f"/proc/{pid}/root/tmp")
+    except OSError:
+        return False
+    return st.f_blocks > 0 and st.f_bavail <= 0.1 * st.f_blocks
+
+
+def _remove_files_of(uid: int, keep: set[str]) -> None:
+    """Remove what `uid` left at the top of the shared temporary folders."""
+    for top in ("/tmp", "/var/tmp", "/dev/shm"):
+        try:
+            entries = list(os.scandir(top))
+        except OSError:
+            continue
+        for e in entries:
+            try:
+                if e.stat(follow_symlinks=False).st_uid != uid or e.path in keep:
+                    continue
+                if e.is_dir(follow_symlinks=False):
+                    shutil.rmtree(e.path, ignore_errors=True)
+                else:
+                    os.unlink(e.path)
+            except OSError:
+                pass
+
+
 class ForkServer:
-    def __init__(self, control: socket.socket, pid_namespaces: bool = True):
+    def __init__(self, control: socket.socket, pid_namespaces: bool = True,
+                 view: list | None = None, stage: str | None = None, owns_tmp: bool = False,
+                 worker_namespaces: bool = True):
+        """`view`: make this file system (`levels.file_view`) at `stage`, an empty folder, and
+        enter it, in a mount namespace of this process's own (the `user` level); `owns_tmp`:
+        /tmp and the IPC namespace are this process's alone (as under bubblewrap), so whatever
+        a worker leaves there can go."""
         self.control = control
+        self.own_root = bool(view)
+        if view:
+            # No network either (a fresh network namespace has only a loopback, down), and IPC
+            # apart from the host's even where workers cannot have their own.
+            _check(_libc.unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC), "unshare")
+            mounts.make_private()
+            mounts.build_root(stage, view)
+            owns_tmp = True
+        self.owns_tmp = owns_tmp
+        self.private = _probe_private() if worker_namespaces else \
+            {"private": False, "ipc_limits": False, "scratch": False}
         self.own_pidns = _own_pid_namespace() if pid_namespaces else None
         self.use_pidns = self.own_pidns is not None
         if not self.use_pidns:
@@ -175,9 +264,9 @@ class ForkServer:
         if pid == 0:
             try:
                 self.control.close()
-                if self.use_pidns:
-                    _check(_libc.unshare(CLONE_NEWNS), "unshare")
-                _become_worker(fd, workdir, uid, limits, self.use_pidns)
+                if self.private["private"]:
+                    _check(_libc.unshare(CLONE_NEWNS | CLONE_NEWIPC), "unshare")
+                _become_worker(fd, workdir, uid, limits, self.use_pidns, self.private)
             finally:
                 os._exit(70)
         os.close(fd)
@@ -205,6 +294,8 @@ class ForkServer:
             peak = procfs.memory(pid, "VmPeak")
             if peak:
                 info["vm_peak"] = peak
+            if self.private["scratch"] and _scratch_full(pid):
+                info["scratch_full"] = True
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
@@ -216,10 +307,29 @@ class ForkServer:
             self._kill_orphans()
             if w["uid"] is not None:
                 _kill_uid(w["uid"])
+        if not self.private["private"]:
+            self._remove_leftovers(w)
         shutil.rmtree(w["workdir"], ignore_errors=True)
         info.update({"exit": os.WEXITSTATUS(status)} if os.WIFEXITED(status) else
                     {"signal": os.WTERMSIG(status)})
         self.reply({"id": req["id"], **info})
+
+    def _remove_leftovers(self, w: dict) -> None:
+        """Without namespaces of its own, a worker's IPC objects and files outlive it: remove
+        those of its user (of this process's own user only where /tmp and IPC are private to
+        this process; at `rlimits` on the host nothing can be told apart, and nothing goes)."""
+        uid = w["uid"] if w["uid"] is not None else (os.geteuid() if self.owns_tmp else None)
+        if uid is None:
+            return
+        ipc.remove(uid)
+        live = {other["workdir"] for other in self.workers.values()}
+        _remove_files_of(uid, live)
+
+    def mechanisms(self) -> dict:
+        return {"pidns": self.use_pidns, "ipcns": self.private["private"],
+                "ipc_limits": self.private["ipc_limits"], "scratch": self.private["scratch"],
+                "own_root": self.own_root, "cleanup": not self.private["private"] and (
+                    self.owns_tmp or os.geteuid() == 0)}
 
     def _kill_orphans(self) -> None:
         """As a subreaper: kill and reap every child that is not a running worker."""
@@ -253,7 +363,7 @@ class ForkServer:
 
     def serve(self) -> None:
         buf = b""
-        self.reply({"ready": True, "pidns": self.use_pidns, "euid": os.geteuid()})
+        self.reply({"ready": True, "euid": os.geteuid(), **self.mechanisms()})
         while True:
             msg, fds, _, _ = socket.recv_fds(self.control, 65536, 4)
             if not msg:
@@ -276,7 +386,8 @@ class ForkServer:
                     pass
 
 
-def main(control_fd: int, pid_namespaces: bool = True) -> None:
+def main(control_fd: int, pid_namespaces: bool = True, view: list | None = None,
+         stage: str | None = None, owns_tmp: bool = False, worker_namespaces: bool = True) -> None:
     import torch
 
     torch.set_num_threads(1)
@@ -303,7 +414,8 @@ def main(control_fd: int, pid_namespaces: bool = True) -> None:
 
     gc.collect()
     gc.freeze()
-    ForkServer(socket.socket(fileno=control_fd), pid_namespaces).serve()
+    ForkServer(socket.socket(fileno=control_fd), pid_namespaces, view, stage, owns_tmp,
+               worker_namespaces).serve()
 
 
 if __name__ == "__main__":

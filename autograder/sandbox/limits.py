@@ -13,7 +13,9 @@ class Limits:
     question_seconds: float = 10.0      # wall clock per question, across all its cases
     submission_seconds: float = 60.0    # wall clock for the whole submission
     import_seconds: float = 10.0        # wall clock to import the student's file
-    memory_mb: int = 3072               # address space of a worker (torch needs ~1 GiB to exist)
+    # A worker's memory above the fork server's: its address space (torch needs ~1 GiB to
+    # exist); where workers have namespaces, half of it again for files and for shared memory.
+    memory_mb: int = 3072
     processes: int = 64                 # tasks (processes and threads) of the sandbox user
     output_kb: int = 256                # what the student's prints may fill; the rest is dropped
     file_mb: int = 16                   # largest file the student's code may write

@@ -159,7 +159,7 @@ class WorkerSession:
             return self.reader.message()
         except socket.timeout:
             info = self._stop()
-            if info.get("vm_peak", 0) >= 0.9 * self.memory_bytes:
+            if info.get("vm_peak", 0) >= 0.9 * self.memory_bytes or info.get("scratch_full"):
                 raise WorkerStopped("memory", f"memory limit: {doing} used all the memory "
                                               f"allowed ({self.limits.memory_mb} MB above the "
                                               "baseline) and then ran out of time") from None
@@ -269,7 +269,7 @@ def _syntax(value: Any) -> dict | None:
 
 _SIGNALS = {9: "killed", 11: "crashed (segmentation fault; endless recursion?)", 6: "aborted",
             24: "stopped by the CPU time limit", 25: "stopped by the file size limit",
-            7: "crashed (bus error)", 8: "crashed (arithmetic error)"}
+            8: "crashed (arithmetic error)"}
 
 
 def _death(info: dict, doing: str) -> tuple[str, str]:
@@ -279,6 +279,10 @@ def _death(info: dict, doing: str) -> tuple[str, str]:
     sig = info.get("signal")
     if sig == 9:
         return "memory", f"the process was killed while {doing} (out of memory?)"
+    if sig == 7:
+        # A bus error is what touching a shared or file mapping past a full tmpfs gives.
+        return "memory", (f"memory limit: {doing} ran out of space for shared memory or "
+                          "files (bus error)")
     if sig == 24:
         return "timeout", f"the CPU time limit stopped {doing}"
     if sig is None:

@@ -1,0 +1,277 @@
+"""The memory limit covers memory outside the address space: System V and POSIX shared memory
+and files in the working directory. A submission that tries to hold more than `memory_mb` that
+way gets the memory status on the question whose function does it (not full marks, not a time
+limit), and what one worker leaves is gone before the next starts.
+
+The submissions are built here from the hostile corpus's honest file: only `softmax` attacks,
+the other questions use private helpers and keep full marks.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from helpers import QUESTIONS, SUBMISSIONS, run_cli
+
+HONEST = (SUBMISSIONS / "hostile" / "honest.py").read_text()
+
+SYSV_PRELUDE = '''
+import ctypes, os
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.shmat.restype = ctypes.c_void_p
+_libc.shmat.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_int]
+_libc.shmdt.argtypes = [ctypes.c_void_p]
+_libc.shmget.argtypes = [ctypes.c_int, ctypes.c_size_t, ctypes.c_int]
+
+
+def _fail():
+    e = ctypes.get_errno()
+    raise OSError(e, os.strerror(e))
+
+
+def _segment(key, size):
+    """A System V segment of `size` bytes, every page touched, then detached (kept)."""
+    sid = _libc.shmget(key, size, 0o666 | 0o1000)     # IPC_CREAT
+    if sid < 0:
+        _fail()
+    addr = _libc.shmat(sid, None, 0)
+    if addr is None or addr == ctypes.c_void_p(-1).value:
+        _fail()
+    ctypes.memset(addr, 1, size)
+    _libc.shmdt(addr)
+    return sid
+'''
+
+ATTACKS = {
+    # ~1 GiB of System V shared memory in 64 MiB segments, detached: none of it is in the
+    # worker's address space once detached.
+    "sysv_shm_1gib.py": SYSV_PRELUDE + '''
+_HELD = []
+
+
+def softmax(x, dim=-1):
+    while len(_HELD) < 16:
+        _HELD.append(_segment(0, 64 << 20))
+    return _softmax(x, dim)
+''',
+    # ~1 GiB of POSIX shared memory (files in /dev/shm, 8 MiB each: under the file size
+    # limit), each mapping closed after filling.
+    "posix_shm_1gib.py": '''
+from multiprocessing import shared_memory
+
+_HELD = []
+
+
+def softmax(x, dim=-1):
+    while len(_HELD) < 128:
+        shm = shared_memory.SharedMemory(create=True, size=8 << 20)
+        shm.buf[:] = b"\\1" * (8 << 20)
+        shm.close()
+        _HELD.append(shm.name)
+    return _softmax(x, dim)
+''',
+    # ~1 GiB of files in the working directory, 8 MiB each (under the file size limit).
+    "fill_working_directory.py": '''
+import os
+
+
+def softmax(x, dim=-1):
+    block = b"\\1" * (8 << 20)
+    for i in range(128):
+        name = f"blob{i}"
+        if not os.path.exists(name):
+            with open(name, "wb") as f:
+                f.write(block)
+    return _softmax(x, dim)
+''',
+    # The same through /tmp, which is not the working directory.
+    "fill_tmp.py": '''
+import os
+
+
+def softmax(x, dim=-1):
+    block = b"\\1" * (8 << 20)
+    for i in range(128):
+        name = f"/tmp/hostile_blob{i}"
+        if not os.path.exists(name):
+            with open(name, "wb") as f:
+                f.write(block)
+    return _softmax(x, dim)
+''',
+    # Fills its working directory, ignores the error, then spins holding it all.
+    "fill_then_spin.py": '''
+import os
+
+
+def softmax(x, dim=-1):
+    block = b"\\1" * (8 << 20)
+    try:
+        for i in range(128):
+            with open(f"spin{i}", "wb") as f:
+                f.write(block)
+    except OSError:
+        pass
+    while True:
+        pass
+''',
+}
+
+# Graded first: leaves a System V segment, a POSIX segment and files behind on purpose.
+LEAVER = SYSV_PRELUDE + '''
+import os
+
+
+def softmax(x, dim=-1):
+    try:
+        _segment(0x4711, 1 << 20)
+        with open("/dev/shm/hostile_leftover", "wb") as f:
+            f.write(b"left")
+        for d in ("/tmp", "/var/tmp"):
+            with open(f"{d}/hostile_leftover", "w") as f:
+                f.write("left")
+    except OSError:
+        pass
+    return _softmax(x, dim)
+'''
+
+# Graded next: finds anything of the first one's and then answers wrongly (so it would show).
+SEEKER = SYSV_PRELUDE + '''
+import os
+
+
+def _found():
+    if _libc.shmget(0x4711, 0, 0) >= 0:
+        return True
+    return any(os.path.exists(f"{d}/hostile_leftover") for d in ("/tmp", "/var/tmp", "/dev/shm"))
+
+
+def softmax(x, dim=-1):
+    if _found():
+        return _softmax(x, dim) * 0.5
+    return _softmax(x, dim)
+'''
+
+
+def _build(folder, files: dict[str, str]) -> None:
+    folder.mkdir()
+    for name, attack in files.items():
+        (folder / name).write_text(HONEST + "\n# --- the attack ---\n" + attack)
+
+
+def _grade(folder, level: str, out) -> dict:
+    r = run_cli("grade", "-a", "attention", str(folder), "--json", str(out), "--sandbox", level,
+                "--jobs", "1", "--limit", "memory_mb=512", "--limit", "question_seconds=8",
+                timeout=900)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return {os.path.basename(s["path"]): s for s in json.loads(out.read_text())["submissions"]}
+
+
+def _sysv_keys() -> set[str]:
+    with open("/proc/sysvipc/shm") as f:
+        next(f)
+        return {line.split()[0] for line in f}
+
+
+def _levels() -> list[str]:
+    from autograder.sandbox import choose_level
+
+    out = []
+    for level in ("namespaces", "user", "rlimits"):
+        try:
+            choose_level(level)
+        except Exception:   # noqa: BLE001 - not available here (the user level: see its test)
+            continue
+        out.append(level)
+    return out
+
+
+@pytest.mark.parametrize("level", _levels())
+def test_memory_outside_the_address_space_gets_the_memory_status(tmp_path, level):
+    if level == "rlimits" and os.geteuid() != 0:
+        pytest.skip("rlimits without root has no namespaces: shared memory and files there are "
+                    "bounded by nothing but the machine (stated in the README)")
+    folder = tmp_path / "class"
+    _build(folder, {**ATTACKS, "zz_honest.py": "\n"})
+    before = _sysv_keys()
+    data = _grade(folder, level, tmp_path / "r.json")
+    assert sorted(data) == sorted([*ATTACKS, "zz_honest.py"])
+    for name in ATTACKS:
+        qs = data[name]["questions"]
+        assert qs["softmax"]["status"] == "memory limit", (name, qs["softmax"]["feedback"])
+        assert qs["softmax"]["score"] == 0, name
+        assert "time limit" not in qs["softmax"]["feedback"]
+        for qid in QUESTIONS[1:]:
+            assert qs[qid]["score"] == qs[qid]["max_score"], (name, qid, qs[qid]["feedback"])
+    assert data["zz_honest.py"]["score"] == data["zz_honest.py"]["max_score"] == 35
+    # Nothing of it is left on this machine.
+    assert _sysv_keys() <= before
+    assert not any(n.startswith(("psm_", "hostile_")) for n in os.listdir("/dev/shm"))
+    assert not any(n.startswith("hostile_") for n in os.listdir("/tmp"))
+
+
+@pytest.mark.parametrize("level", _levels())
+def test_what_one_worker_leaves_is_gone_for_the_next(tmp_path, level):
+    if level == "rlimits" and os.geteuid() != 0:
+        pytest.skip("rlimits without root: the worker is the grader's own user, and what it "
+                    "leaves in shared places cannot be told from the grader's (README)")
+    folder = tmp_path / "class"
+    _build(folder, {"a_leaver.py": LEAVER, "b_seeker.py": SEEKER})
+    data = _grade(folder, level, tmp_path / "r.json")
+    for name in ("a_leaver.py", "b_seeker.py"):
+        assert data[name]["score"] == data[name]["max_score"] == 35, \
+            (name, {q: v["feedback"] for q, v in data[name]["questions"].items()})
+    assert str(0x4711) not in _sysv_keys()
+    for d in ("/tmp", "/var/tmp", "/dev/shm"):
+        assert not os.path.exists(f"{d}/hostile_leftover")
+
+
+def test_the_sandbox_says_what_bounds_memory():
+    r = run_cli("sandbox")
+    assert r.returncode == 0, r.stderr
+    line = next(s for s in r.stdout.splitlines() if s.startswith("memory bounded by: "))
+    assert "address space (rlimit)" in line
+    if os.geteuid() == 0:
+        # As root every level here gives workers their own IPC namespace and tmpfs.
+        assert "own IPC namespace" in line and "tmpfs capped" in line
+
+
+def test_a_full_tmpfs_is_a_memory_error_not_a_crash():
+    from autograder.sandbox.execute import is_memory_error
+
+    assert is_memory_error(OSError(28, "No space left on device"))
+    assert is_memory_error(OSError(12, "Cannot allocate memory"))
+    assert not is_memory_error(OSError(2, "No such file or directory"))
+
+
+@pytest.mark.parametrize("level", [lv for lv in _levels() if lv != "rlimits"])
+def test_without_worker_namespaces_what_a_worker_leaves_is_removed(level):
+    """Where workers cannot have mount and IPC namespaces of their own (bubblewrap without
+    root), the fork server removes the IPC objects and temporary files of the worker's user
+    after each worker. Shared memory is then not capped while the worker runs (README)."""
+    from autograder.assignment import load_assignment
+    from autograder.grade import grade_submission
+    from autograder.sandbox import Sandbox
+
+    if os.geteuid() != 0:
+        pytest.skip("without root the worker user is the grader's own: tried by the levels")
+    assignment = load_assignment("attention")
+    limits = assignment.limits.override({"question_seconds": 20, "memory_mb": 512})
+    sandbox = Sandbox(level, worker_namespaces=False)
+    folder = Path(tempfile.mkdtemp())
+    try:
+        assert not sandbox.mechanisms["ipcns"] and "removed after it" in sandbox.memory
+        _build(folder / "class", {"a_leaver.py": LEAVER, "b_seeker.py": SEEKER})
+        for name in ("a_leaver.py", "b_seeker.py"):
+            result = grade_submission(assignment, folder / "class" / name, sandbox,
+                                      limits).to_json()
+            assert result["score"] == result["max_score"] == 35, \
+                (name, {q: v["feedback"] for q, v in result["questions"].items()})
+    finally:
+        sandbox.close()
+        shutil.rmtree(folder, ignore_errors=True)
+    assert str(0x4711) not in _sysv_keys()
