@@ -4,7 +4,8 @@ from __future__ import annotations
 from .results import PASSED, QuestionResult, SubmissionResult
 
 MARKS = {"passed": "PASS", "partial": "PART", "failed": "FAIL", "not attempted": "TODO",
-         "error": "ERR ", "timeout": "TIME", "memory limit": "MEM ", "forbidden call": "FORB"}
+         "error": "ERR ", "timeout": "TIME", "memory limit": "MEM ", "forbidden call": "FORB",
+         "integrity": "INTG"}
 
 
 def _num(x: float) -> str:
@@ -82,7 +83,8 @@ def summary_table(results: list[SubmissionResult], question_ids: list[str]) -> s
             cell = "-" if qr is None else f"{_num(qr.score)}/{_num(qr.max_score)}"
             if qr is not None and qr.status not in (PASSED, "partial", "failed"):
                 cell = {"not attempted": "todo", "timeout": "time", "memory limit": "mem",
-                        "forbidden call": "forb", "error": "err"}[qr.status] + " " + cell
+                        "forbidden call": "forb", "error": "err",
+                        "integrity": "intg"}.get(qr.status, "?") + " " + cell
             cells.append(f"{cell:>{w}}")
         lines.append(f"{name:<{width}}  " + "  ".join(cells) +
                      f"  {_num(r.score):>4}/{_num(r.max_score)}")

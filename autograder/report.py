@@ -15,7 +15,7 @@ from pathlib import Path
 from .assignment import Assignment
 from .results import PASSED, SubmissionResult, mistake_counts, results_json
 
-LIMIT_STATUSES = ("error", "timeout", "memory limit", "forbidden call")
+LIMIT_STATUSES = ("integrity", "error", "timeout", "memory limit", "forbidden call")
 
 
 def safe_name(name: str) -> str:
@@ -132,9 +132,11 @@ def html_report(assignment: Assignment, results: list[SubmissionResult],
     for r in results:
         bad = [f"{qid}: {q.status}" for qid, q in r.questions.items()
                if q.status in LIMIT_STATUSES]
-        if r.error or bad:
+        flagged = [n for n in r.notes if n.startswith("integrity:")]
+        if r.error or bad or flagged:
+            what = flagged + [w for w in (r.error or "; ".join(bad),) if w]
             problems.append({"student": r.student or r.path, "path": r.path,
-                             "what": r.error or "; ".join(bad)})
+                             "what": "; ".join(what)})
     students = []
     for r, fb in zip(results, feedback_files):
         students.append({
@@ -177,7 +179,7 @@ def write_reports(out: Path, assignment: Assignment, results: list[SubmissionRes
     writer.writerow(["student", "file", *qids, "total", "max_score", "status", "error"])
     for r in results:
         statuses = {q.status for q in r.questions.values()}
-        overall = "error" if r.error else next(
+        overall = "integrity" if r.integrity else "error" if r.error else next(
             (s for s in LIMIT_STATUSES if s in statuses), "graded")
         writer.writerow([r.student or "", r.path,
                          *[f"{r.questions[q].score:g}" if q in r.questions else "" for q in qids],

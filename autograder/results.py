@@ -4,11 +4,13 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable
 
-CASE_STATUSES = ("passed", "failed", "not_attempted", "error", "timeout", "memory", "forbidden")
+CASE_STATUSES = ("passed", "failed", "not_attempted", "error", "timeout", "memory", "forbidden",
+                 "integrity")
 # Question statuses, as reports show them.
 PASSED, PARTIAL, FAILED = "passed", "partial", "failed"
 NOT_ATTEMPTED, ERROR, TIMEOUT = "not attempted", "error", "timeout"
 MEMORY, FORBIDDEN = "memory limit", "forbidden call"
+INTEGRITY = "integrity"         # the submission tampers with the grader (see `integrity`)
 
 
 @dataclass
@@ -48,6 +50,8 @@ class QuestionResult:
         statuses = {c.status for c in self.cases}
         if not self.cases or statuses == {"passed"}:
             return PASSED
+        if "integrity" in statuses:
+            return INTEGRITY
         if "forbidden" in statuses:
             return FORBIDDEN
         if "timeout" in statuses:
@@ -92,6 +96,11 @@ class SubmissionResult:
     seconds: float = 0.0
     student: str | None = None          # set by class grading
     notes: list[str] = field(default_factory=list)
+    # Tampering with the grader found in the source (static_scan.Finding.to_json), and what it
+    # cost: {"on_tamper", "questions" (those given no points under "zero"),
+    # "score_without_penalty"}.
+    integrity: list[dict] = field(default_factory=list)
+    integrity_review: dict | None = None
 
     @property
     def score(self) -> float:
@@ -109,6 +118,9 @@ class SubmissionResult:
             data["student"] = self.student
         if self.notes:
             data["notes"] = list(self.notes)
+        if self.integrity:
+            data["integrity"] = [dict(f) for f in self.integrity]
+            data["integrity_review"] = dict(self.integrity_review or {})
         return data
 
 
@@ -129,7 +141,9 @@ def submission_from_json(data: dict) -> SubmissionResult:
                                         called=list(q.get("called", [])))
     return SubmissionResult(data["path"], questions, error=data.get("error"),
                             sandbox=data.get("sandbox"), seconds=data.get("seconds", 0.0),
-                            student=data.get("student"), notes=list(data.get("notes", [])))
+                            student=data.get("student"), notes=list(data.get("notes", [])),
+                            integrity=list(data.get("integrity", [])),
+                            integrity_review=data.get("integrity_review"))
 
 
 # ------------------------------------------------------------------ named mistakes
