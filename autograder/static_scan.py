@@ -514,6 +514,10 @@ class _Analysis:
 
     def _value(self, node: ast.AST, scope: Scope, depth: int) -> set:
         d = depth + 1
+        if isinstance(node, (ast.BinOp, ast.JoinedStr, ast.Call, ast.Subscript)):
+            folded = _fold(node)
+            if isinstance(folded, str):
+                return {("const", folded)}
         if isinstance(node, ast.Name):
             return set(self.name_values(scope, node.id, d))
         if isinstance(node, ast.Attribute):
@@ -563,6 +567,16 @@ class _Analysis:
             return {("const", folded)}
         return {UNKNOWN}
 
+    def _names(self, node: ast.AST, scope: Scope, d: int) -> list[str] | None:
+        """The constant strings an expression can be (a literal, or names bound to them)."""
+        folded = _fold(node)
+        if isinstance(folded, str):
+            return [folded]
+        values = self.value(node, scope, d)
+        if values and all(v[0] == "const" and isinstance(v[1], str) for v in values):
+            return [v[1] for v in values]
+        return None
+
     def _scope_of_node(self, node: ast.AST) -> int:
         return self._by_node.get(id(node), 0)
 
@@ -575,10 +589,11 @@ class _Analysis:
             if kind == "lib":
                 path = f[1]
                 if path == "builtins.getattr" and len(args) >= 2:
-                    name = _fold(args[1])
                     base = self.value(args[0], scope, d)
-                    if isinstance(name, str):
-                        out |= self._attribute(base, name)
+                    names = self._names(args[1], scope, d)
+                    if names is not None:
+                        for name in names:
+                            out |= self._attribute(base, name)
                     else:
                         out |= {("dyn", v[1]) if v[0] == "lib" else UNKNOWN for v in base}
                 elif path in DYNAMIC_IMPORTS and args:
@@ -856,7 +871,7 @@ def _lib_rules(a: _Analysis, scope: Scope, node: ast.AST, path: str, line: int) 
         scope.refs.append(Finding("forbidden", "mode-off", line, text, path))
     else:
         scope.refs.append(Finding("forbidden", "library", line, text, path))
-    if root in ENGINE_ROOTS:
+    if root in ENGINE_ROOTS and not isinstance(node, ast.Name):
         scope.tamper.append(Finding("tamper", "engine", line, text,
                                     why="reaches the grader's own modules"))
     elif root in NATIVE_ROOTS:
