@@ -341,6 +341,9 @@ def _fold(node: ast.AST, depth: int = 0):
     if isinstance(node, ast.Constant):
         return node.value if isinstance(node.value, (str, int, bytes)) and \
             not isinstance(node.value, bool) else None
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        inner = _fold(node.operand, depth + 1)
+        return -inner if isinstance(inner, int) else None
     if isinstance(node, ast.BinOp):
         left, right = _fold(node.left, depth + 1), _fold(node.right, depth + 1)
         if isinstance(node.op, ast.Add) and type(left) is type(right) and \
@@ -368,9 +371,10 @@ def _fold(node: ast.AST, depth: int = 0):
     if isinstance(node, ast.Subscript):
         base = _fold(node.value, depth + 1)
         if isinstance(base, str) and isinstance(node.slice, ast.Slice):
-            bounds = [None if b is None else _fold(b, depth + 1)
-                      for b in (node.slice.lower, node.slice.upper, node.slice.step)]
-            if all(b is None or isinstance(b, int) for b in bounds) and bounds[2] != 0:
+            parts = (node.slice.lower, node.slice.upper, node.slice.step)
+            bounds = [None if b is None else _fold(b, depth + 1) for b in parts]
+            if all(isinstance(b, int) for b, p in zip(bounds, parts) if p is not None) \
+                    and bounds[2] != 0:
                 return base[slice(*bounds)]
         return None
     if isinstance(node, ast.Call):
