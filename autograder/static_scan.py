@@ -27,7 +27,7 @@ from __future__ import annotations
 import ast
 import builtins
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Iterable, Sequence
 
 MAX_VALUES = 64          # abstract values kept per expression (more: "unknown")
@@ -57,6 +57,8 @@ FD_SOURCES = {"os.open", "os.pipe", "os.pipe2", "os.memfd_create", "tempfile.mks
               "pty.openpty", "os.openpty", "os.eventfd"}
 FD_PATH = re.compile(r"/proc/[^/]+/fd|/dev/fd")
 CODEGEN = {"builtins.exec", "builtins.eval", "builtins.compile"}
+# Roots of the calls whose arguments the channel and patching rules look at.
+CALL_RULE_ROOTS = {"builtins", "os", "io", "socket", "fcntl", "pathlib", "glob", "shutil"}
 DYNAMIC_IMPORTS = {"builtins.__import__", "importlib.import_module", "importlib.__import__"}
 # Modules whose attributes looked up by a computed name may reach the engine.
 SENSITIVE_ROOTS = {"sys", "gc", "inspect", "builtins", "os", "socket", "importlib", "ctypes",
@@ -161,7 +163,7 @@ class Scope:
     star: list[str] = field(default_factory=list)
     nodes: list[ast.AST] = field(default_factory=list)
     edges: set[int] = field(default_factory=set)
-    refs: list[Finding] = field(default_factory=list)
+    refs: list[tuple] = field(default_factory=list)   # (rule, line, node, target), lazily shown
     tamper: list[Finding] = field(default_factory=list)
     self_of: "Scope | None" = None  # a method's class: its first parameter is an instance
 
@@ -218,6 +220,14 @@ class _Collector:
         while stack:
             scope, node, top = stack.pop()
             scope.nodes.append(node)
+            kind = type(node)
+            if kind in _PLAIN:      # most nodes: nothing bound, nothing opened
+                parents = self.parents
+                children = list(ast.iter_child_nodes(node))
+                for child in children:
+                    parents[id(child)] = node
+                stack.extend((scope, c, False) for c in reversed(children))
+                continue
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
                 inner = self.new_scope("function", node, scope)
                 args = node.args
@@ -266,12 +276,12 @@ class _Collector:
                 stack.extend((inner, s, True) for s in reversed(node.body))
                 continue
             self._bindings_of(scope, node, top)
-            conditional = not isinstance(node, (ast.Expr, ast.Assign, ast.AnnAssign,
-                                                ast.AugAssign, ast.Import, ast.ImportFrom))
             children = list(ast.iter_child_nodes(node))
+            parents = self.parents
             for child in children:
-                self.link(node, child)
-            stack.extend((scope, c, top and not conditional and False) for c in reversed(children))
+                parents[id(child)] = node
+            # only a module's own statements bind unconditionally (`top`)
+            stack.extend((scope, c, False) for c in reversed(children))
 
     def _prescan_decls(self, scope: Scope, body: list[ast.stmt]) -> None:
         for n in ast.walk(ast.Module(body=body, type_ignores=[])):
@@ -317,6 +327,16 @@ class _Collector:
             scope.globals.update(node.names)
         elif isinstance(node, ast.Nonlocal):
             scope.nonlocals.update(node.names)
+
+
+# Node types that bind no name and open no scope.
+_PLAIN = {ast.Name, ast.Attribute, ast.Call, ast.Constant, ast.BinOp, ast.UnaryOp, ast.Compare,
+          ast.Subscript, ast.Expr, ast.Return, ast.Load, ast.Store, ast.Del, ast.keyword,
+          ast.Tuple, ast.List, ast.Dict, ast.BoolOp, ast.IfExp, ast.If, ast.While, ast.Slice,
+          ast.JoinedStr, ast.FormattedValue, ast.Pass, ast.Break, ast.Continue, ast.Raise,
+          ast.Assert, ast.Starred, ast.Set, ast.Try, ast.Delete}
+_PLAIN |= {t for t in vars(ast).values() if isinstance(t, type) and
+           issubclass(t, (ast.operator, ast.cmpop, ast.unaryop, ast.boolop))}
 
 
 def _decorator_name(node: ast.AST) -> str:
@@ -720,13 +740,15 @@ class ScanResult:
         found, seen = [], set()
         candidates = self._direct(function)
         for i in sorted(self.reachable(function)):
-            candidates += self._a.scopes[i].refs
+            for rule, line, node, target in self._a.scopes[i].refs:
+                f = Finding("forbidden", rule, line, "", target)
+                if any(matches_forbidden(f, e) for e in entries):
+                    candidates.append(replace(f, code=_text(node)))   # only what is shown
         for f in candidates:
             for entry in entries:
                 if matches_forbidden(f, entry) and (f.line, f.code) not in seen:
                     seen.add((f.line, f.code))
-                    found.append(Finding("forbidden", f.rule, f.line, f.code, f.target,
-                                         _forbidden_why(f, entry)))
+                    found.append(replace(f, why=_forbidden_why(f, entry)))
                     break
         self._forbidden[key] = found[:20]
         return self._forbidden[key]
@@ -852,12 +874,12 @@ def _value_rules(a: _Analysis, scope: Scope, node: ast.AST, values: frozenset,
         elif kind == "instance":
             scope.edges.add(v[1])
         elif kind == "attr":
-            scope.refs.append(Finding("forbidden", "method", line, _text(node), v[1]))
+            scope.refs.append(("method", line, node, v[1]))
             if v[1] in FRAME_ATTRIBUTES and isinstance(node, ast.Call):
                 scope.tamper.append(Finding("tamper", "frames", line, _text(node),
                                             why="reads stack frames or function globals"))
         elif kind == "dyn":
-            scope.refs.append(Finding("forbidden", "computed-name", line, _text(node), v[1]))
+            scope.refs.append(("computed-name", line, node, v[1]))
             if _root(v[1]) in SENSITIVE_ROOTS:
                 scope.tamper.append(Finding("tamper", "computed-name", line, _text(node),
                                             why=f"looks up attributes of `{v[1]}` by a name "
@@ -867,14 +889,16 @@ def _value_rules(a: _Analysis, scope: Scope, node: ast.AST, values: frozenset,
 
 
 def _lib_rules(a: _Analysis, scope: Scope, node: ast.AST, path: str, line: int) -> None:
-    text = _text(node)
     root = _root(path)
     if path.startswith(DECOMPOSITION_PREFIXES):
-        scope.refs.append(Finding("forbidden", "decomposition", line, text, path))
+        scope.refs.append(("decomposition", line, node, path))
     elif _disables_function_modes(path):
-        scope.refs.append(Finding("forbidden", "mode-off", line, text, path))
-    else:
-        scope.refs.append(Finding("forbidden", "library", line, text, path))
+        scope.refs.append(("mode-off", line, node, path))
+    elif root != "builtins":        # no question forbids a builtin
+        scope.refs.append(("library", line, node, path))
+    if root not in ENGINE_ROOTS and root not in NATIVE_ROOTS and root not in SENSITIVE_ROOTS:
+        return
+    text = _text(node)
     if root in ENGINE_ROOTS and not isinstance(node, ast.Name):
         scope.tamper.append(Finding("tamper", "engine", line, text,
                                     why="reaches the grader's own modules"))
@@ -930,7 +954,9 @@ def _benign_modules_use(a: _Analysis, node: ast.AST, path: str) -> bool:
 
 def _call_rules(a: _Analysis, scope: Scope, node: ast.Call, line: int) -> None:
     funcs = a.value(node.func, scope)
-    paths = {v[1] for v in funcs if v[0] == "lib"}
+    paths = {v[1] for v in funcs if v[0] == "lib" and _root(v[1]) in CALL_RULE_ROOTS}
+    if not paths and not any(v[0] == "lib" and v[1] in CODEGEN for v in funcs):
+        return
     text = _text(node)
     for path in paths:
         if path in ("builtins.setattr", "builtins.delattr") and node.args:
@@ -1002,8 +1028,8 @@ def _scan_snippet(scope: Scope, src: str, line: int) -> None:
     for s in inner.scopes:
         for f in s.tamper:
             scope.tamper.append(Finding(f.kind, f.rule, line, f.code, f.target, f.why))
-        for f in s.refs:
-            scope.refs.append(Finding(f.kind, f.rule, line, f.code, f.target, f.why))
+        for rule, _, node, target in s.refs:
+            scope.refs.append((rule, line, node, target))
 
 
 # ------------------------------------------------------------------ entry points
