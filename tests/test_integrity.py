@@ -139,3 +139,38 @@ def test_on_tamper_must_be_zero_or_flag(assignment):
                                                     "integrity": {"on_tamper": "warn"}})
     with pytest.raises(AssignmentError, match="on_tamper"):
         tamper_policy(wrong)
+
+
+def test_missing_gradients_are_a_failure_never_a_skip():
+    import torch
+
+    from autograder import checks
+    from autograder.checks import Labels
+
+    labels = Labels("attn", ["q", "k", "v"])
+    exp = {"0/0": torch.ones(2), "0/1": torch.ones(2)}
+    [p] = checks.compare_gradients(exp, None, None, labels)
+    assert p.kind == "gradient" and "no gradients came back from attn" in p.public
+    [p] = checks.compare_gradients(exp, {"0/0": torch.ones(2)}, None, labels)
+    assert p.public == "no gradient came back for `k`, so the gradient check could not be made"
+    assert checks.compare_gradients(exp, {"0/0": torch.ones(2), "0/1": torch.ones(2)}, None,
+                                    labels) == []
+
+
+def test_a_wrong_on_tamper_is_refused_when_the_assignment_loads(tmp_path):
+    import shutil
+
+    from autograder.assignment import load_assignment
+
+    from helpers import ROOT
+
+    root = tmp_path / "assignments" / "copy"
+    shutil.copytree(ROOT / "assignments" / "attention", root)
+    shutil.copytree(ROOT / "student_template", tmp_path / "student_template")
+    toml = root / "assignment.toml"
+    toml.write_text(toml.read_text() + '\n[integrity]\non_tamper = "warn"\n')
+    with pytest.raises(AssignmentError, match="on_tamper"):
+        load_assignment(str(root))
+    toml.write_text(toml.read_text().replace('"warn"', '"flag"'))
+    load_assignment.cache_clear()
+    assert tamper_policy(load_assignment(str(root))) == "flag"
