@@ -207,10 +207,6 @@ class _Collector:
             if isinstance(key, str):
                 self.bind(self.scopes[0], key, value)
 
-    def visit_body(self, scope: Scope, body: Iterable[ast.AST], top: bool) -> None:
-        for stmt in body:
-            self.visit(scope, stmt, top)
-
     def link(self, parent: ast.AST, child: ast.AST) -> None:
         self.parents[id(child)] = parent
 
@@ -940,12 +936,8 @@ def _benign_modules_use(a: _Analysis, node: ast.AST, path: str) -> bool:
         if isinstance(parent, ast.Subscript) and parent.value is node and \
                 isinstance(parent.ctx, ast.Load) and isinstance(_fold(parent.slice), str):
             return True
-        if isinstance(parent, ast.Compare) and node in parent.comparators and \
-                all(isinstance(op, (ast.In, ast.NotIn)) for op in parent.ops):
-            return True
-        if isinstance(parent, ast.Call) and parent.func is not node and node in parent.args:
-            return False
-        return False
+        return isinstance(parent, ast.Compare) and node in parent.comparators and \
+            all(isinstance(op, (ast.In, ast.NotIn)) for op in parent.ops)
     if path in ("sys.modules.get", "sys.modules.__contains__", "sys.modules.__getitem__"):
         return isinstance(parent, ast.Call) and parent.func is node and bool(parent.args) \
             and isinstance(_fold(parent.args[0]), str)

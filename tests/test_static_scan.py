@@ -407,7 +407,8 @@ TAMPER = {
     "ctypes": "import ctypes\n",
     "ctypes from-import": "from ctypes import CDLL\n",
     "os.write to an unknown fd": "import os\nfor fd in range(3, 64):\n    os.write(fd, b'x')\n",
-    "os.write to a listed fd": "import os\nfor n in os.listdir('/proc/self/fd'):\n    os.write(int(n), b'x')\n",
+    "os.write to a listed fd": "import os\nfor n in os.listdir('/proc/self/fd'):\n"
+                               "    os.write(int(n), b'x')\n",
     "os.closerange": "import os\nos.closerange(3, 100)\n",
     "socket on an existing fd": "import socket\ns = socket.socket(fileno=3)\n",
     "socket.fromfd": "import socket\ns = socket.fromfd(3, socket.AF_UNIX, socket.SOCK_STREAM)\n",
