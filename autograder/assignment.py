@@ -141,6 +141,11 @@ def load_assignment(name_or_path: str | Path) -> Assignment:
         config = tomllib.loads((root / "assignment.toml").read_text())
     except tomllib.TOMLDecodeError as e:
         raise AssignmentError(f"{root / 'assignment.toml'}: {e}") from e
+    integrity = config.get("integrity", {})
+    if not isinstance(integrity, dict) or integrity.get("on_tamper", "zero") not in ("zero",
+                                                                                    "flag"):
+        raise AssignmentError(f"{root / 'assignment.toml'}: [integrity] on_tamper must be "
+                              "\"zero\" or \"flag\"")
     base = root.parent.parent
     template = _resolve(root, base, config["template"])
     ref = config.get("reference")

@@ -152,7 +152,8 @@ def grade_class(assignment: Assignment, students: list[Student], *, out: Path | 
             bar.close()
     for g in graded:
         g.result.student = g.student.name
-        # The class list's notes first, then the grading's own (a flag for review, say).
+        # The folder's notes first; the submission's own (an integrity flag, notebook cells)
+        # are kept.
         g.result.notes = list(g.student.notes) + [n for n in g.result.notes
                                                   if n not in g.student.notes]
     return graded  # type: ignore[return-value]

@@ -30,6 +30,7 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
+from .status import CaseStatus
 from . import checks, diagnose
 from .answers import (MISSING, MissingAnswer, _canonical, _form_of_canonical, _show,
                       answer_digest, answer_form)
@@ -100,7 +101,7 @@ class Question:
         if student is None:
             raise CheckFailed([Problem(
                 "missing", f"`{fn_name}` is not defined in your file: define it with the "
-                           f"signature {self._signature(fn_name)}")], status="error")
+                           f"signature {self._signature(fn_name)}")], status=CaseStatus.ERROR)
         remote = getattr(student, "__remote_outcome__", None)
         if remote is not None:
             return remote(args, kwargs, upstream=upstream, want_grad=want_grad,
@@ -109,7 +110,7 @@ class Question:
             kind = getattr(student, "type_name", type(student).__name__)
             raise CheckFailed([Problem(
                 "missing", f"`{fn_name}` in your file is a {kind}, not a function")],
-                status="error")
+                status=CaseStatus.ERROR)
         outcome = run_call(student, args, kwargs, upstream=upstream, want_grad=want_grad,
                            forbidden=self.forbidden, api=list(self.assignment.api))
         return roundtrip_outcome(outcome)
@@ -219,11 +220,11 @@ class Question:
             raise CheckFailed([Problem(
                 "missing", f"`{name}` is not defined in your file: keep the line "
                            f"`{name} = ...` from the template and put your answer there")],
-                status="error")
+                status=CaseStatus.ERROR)
         if value is None:
             raise CheckFailed([Problem(
                 "not_attempted", f"`{name}` is still None: replace None with your answer "
-                                 f"({form})")], status="not_attempted")
+                                 f"({form})")], status=CaseStatus.NOT_ATTEMPTED)
         try:
             mine = _canonical(value)
         except TypeError as e:
@@ -244,18 +245,25 @@ class Question:
     # -- judging
     def _raise_for_status(self, fn_name: str, got: dict, numpy_inputs: bool = False) -> None:
         status, err = got["status"], got.get("error") or {}
-        if got["forbidden"]:
+        # Shortcuts found in the source by the trusted static scan (`static_scan`), beside the
+        # calls the worker saw: either makes the case a forbidden call.
+        static = [f for f in got.get("static_forbidden") or []
+                  if not any(f"`{n}`" in f for n in got["forbidden"])]
+        if got["forbidden"] or static:
             # A named function says more than the autograd node it left behind.
             hits = [n for n in got["forbidden"] if not n.startswith("autograd.")] or \
                 got["forbidden"]
             names = ", ".join(
                 f"a library routine (`{n[len('autograd.'):]}` in the autograd graph of your "
                 "result)" if n.startswith("autograd.") else f"`{n}`" for n in hits)
+            said = [f"called {names}"] if hits else []
+            if static:
+                said.append("uses the library's version (" + "; ".join(static[:3]) + ")")
             noun = "array" if numpy_inputs else "tensor"
             raise CheckFailed([Problem(
-                "forbidden", f"{fn_name} called {names}, which this question asks you to "
+                "forbidden", f"{fn_name} {' and '.join(said)}, which this question asks you to "
                              f"write yourself; implement it with basic {noun} operations")],
-                status="forbidden")
+                status=CaseStatus.FORBIDDEN)
         if status == "ok":
             return
         where = _where(err)
@@ -264,13 +272,13 @@ class Question:
             if culprit and culprit != fn_name and culprit in self.assignment.api:
                 raise CheckFailed([Problem(
                     "dependency", f"{fn_name} calls your `{culprit}`, which is not implemented "
-                                  f"yet{where}")], status="error")
+                                  f"yet{where}")], status=CaseStatus.ERROR)
             raise CheckFailed([Problem("not_attempted", f"`{fn_name}` is not implemented yet "
                                                         "(it raises NotImplementedError)")],
-                              status="not_attempted")
+                              status=CaseStatus.NOT_ATTEMPTED)
         if status == "memory":
             raise CheckFailed([Problem("memory", f"{fn_name} ran out of memory{where}: "
-                                                 f"{err.get('message')}")], status="memory")
+                                                 f"{err.get('message')}")], status=CaseStatus.MEMORY)
         hint = ""
         message = str(err.get("message"))
         if any(m in message for m in _SHAPE_ERRORS):
@@ -283,7 +291,7 @@ class Question:
                     "`.add_()`), which breaks autograd: compute a new tensor instead")
         raise CheckFailed([Problem("error", f"{fn_name} raised {err.get('type')}: "
                                             f"{err.get('message')}{where}{hint}")],
-                          status="error")
+                          status=CaseStatus.ERROR)
 
     def _compare(self, exp: dict, got: dict, labels: Labels, props, inputs,
                  large_inputs: bool, numpy_inputs: bool) -> list[Problem]:

@@ -348,13 +348,20 @@ def compare_gradients(expected: dict, got: dict | None, grad_error: str | None, 
         if "in-place" in grad_error or "inplace" in grad_error:
             msg += ": an in-place operation overwrote a value autograd needs"
         return [Problem("gradient", msg, msg)]
-    if got is None:
-        return []
+    if not isinstance(got, dict):
+        # The case asked for gradients and none came back: the worker computes them, so a
+        # missing answer is a failure of the case, never a reason to skip the check.
+        msg = (f"no gradients came back from {labels.function}, so the gradient check could "
+               "not be made; it counts as failed")
+        return [Problem("gradient", msg, msg)]
     for key, exp in expected.items():
         if exp is None:
             continue
-        g = got.get(key)
         name = labels.arg(key)
+        if key not in got:
+            msg = f"no gradient came back for {name}, so the gradient check could not be made"
+            return [Problem("gradient", msg, msg)]
+        g = got.get(key)
         if g is None:
             if not bool(exp.abs().max() > 0):
                 continue

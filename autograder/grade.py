@@ -11,8 +11,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from . import integrity
 from .assignment import Assignment
 from .cases import MISSING
+from .integrity import CallLog
 from .checks import CheckFailed, Problem
 from .sandbox.execute import describe_error, install_tripwires
 from .sandbox.limits import Limits
@@ -22,6 +24,7 @@ from .runner import (QuestionStopped, failed_everywhere, grade_functions, intern
                      malformed_reply, tripwire_names)
 from .sandbox import Sandbox, SandboxError
 from .sandbox.session import MalformedReply, WorkerSession, WorkerStopped
+from .static_scan import ScanResult, scan_source
 from .submissions import Submission, UnreadableSubmission, read_submission
 from .tensor_cache import TensorMemo
 
@@ -30,18 +33,32 @@ _INPUT_ENCODINGS = TensorMemo()
 
 
 class RemoteFunction:
-    """Stands in for a student's function in question files; each call runs in the worker."""
+    """Stands in for a student's function in question files; each call runs in the worker.
 
-    def __init__(self, session: WorkerSession, name: str):
+    What the worker reports about forbidden calls is joined by the trusted static scan of the
+    source (`static_scan`): its findings for this function come back as `static_forbidden`.
+    """
+
+    def __init__(self, session: WorkerSession, name: str, scan: ScanResult | None = None,
+                 log: CallLog | None = None):
         self._session = session
+        self._scan = scan
+        self._log = log
         self.__name__ = name
 
     def __remote_outcome__(self, args, kwargs, *, upstream, want_grad, forbidden, question):
+        if self._log is not None:
+            self._log.called(self.__name__)
         try:
-            return self._session.call(self.__name__, args, kwargs, upstream=upstream,
-                                      want_grad=want_grad, forbidden=forbidden)
+            outcome = self._session.call(self.__name__, args, kwargs, upstream=upstream,
+                                         want_grad=want_grad, forbidden=forbidden)
         except WorkerStopped as e:
             raise QuestionStopped(e.status, e.message) from None
+        if self._scan is not None and forbidden:
+            found = self._scan.forbidden(self.__name__, list(forbidden))
+            if found:
+                outcome["static_forbidden"] = [f.describe() for f in found]
+        return outcome
 
     def __call__(self, *args, **kwargs):
         outcome = self.__remote_outcome__(args, kwargs, upstream=None, want_grad=False,
@@ -199,6 +216,7 @@ def _grade_submission(assignment: Assignment, path: Path, sandbox: Sandbox,
                       include_hidden: bool) -> SubmissionResult:
     limits = limits or assignment.limits
     start = time.monotonic()
+    policy = integrity.tamper_policy(assignment)
     try:
         sub = read_submission(path)
     except UnreadableSubmission as e:
@@ -217,6 +235,15 @@ def _grade_submission(assignment: Assignment, path: Path, sandbox: Sandbox,
         if syntax:
             return failed_everywhere(assignment, shown, CaseStatus.ERROR, syntax,
                                      include_hidden=include_hidden, sandbox=sandbox.description)
+    # The trusted half of the forbidden-call check and the tampering check: the source as
+    # written, scanned here, never imported.
+    scan = scan_source([source for _, source in cells] if cells is not None else sub.source,
+                       list(assignment.api))
+    log = CallLog()
+
+    def finish(result: SubmissionResult) -> SubmissionResult:
+        return integrity.apply(result, scan, policy, log)
+
     tripwires = tripwire_names(assignment)
     if tripwires:
         sandbox.preload(tripwires)
@@ -228,20 +255,21 @@ def _grade_submission(assignment: Assignment, path: Path, sandbox: Sandbox,
         try:
             loaded = session.load()
         except WorkerStopped as e:
-            return failed_everywhere(assignment, shown, e.status, f"importing your file: "
-                                     f"{e.message}", include_hidden=include_hidden,
-                                     sandbox=sandbox.description)
+            return finish(failed_everywhere(assignment, shown, e.status, f"importing your file: "
+                                            f"{e.message}", include_hidden=include_hidden,
+                                            sandbox=sandbox.description))
         if not loaded.ok:
             status, message = _load_failure(loaded.error, loaded.status)
-            return failed_everywhere(assignment, shown, status, message,
-                                     include_hidden=include_hidden, sandbox=sandbox.description)
+            return finish(failed_everywhere(assignment, shown, status, message,
+                                            include_hidden=include_hidden,
+                                            sandbox=sandbox.description))
         env: dict[str, Any] = {}
         for name in assignment.api:
             info = loaded.defined.get(name)
             if info is None:
                 env[name] = None
             elif info.get("kind") == "function":
-                env[name] = RemoteFunction(session, name)
+                env[name] = RemoteFunction(session, name, scan, log)
             else:
                 env[name] = NotAFunction(str(info.get("kind")))
         # Knowledge-check answers: plain data the worker reported, judged here.
@@ -250,6 +278,7 @@ def _grade_submission(assignment: Assignment, path: Path, sandbox: Sandbox,
 
         def env_for_question(qid: str) -> dict:
             session.begin_question()
+            log.current = qid
             return env
 
         result = grade_functions(assignment, shown, env_for_question,
@@ -261,8 +290,12 @@ def _grade_submission(assignment: Assignment, path: Path, sandbox: Sandbox,
         for qid, qnotes in signature_notes(assignment, loaded.defined).items():
             if qid in result.questions and result.questions[qid].status != QuestionStatus.PASSED:
                 result.questions[qid].notes += qnotes
+        if scan.error:
+            result.notes.append("note: your file could not be checked for library shortcuts "
+                                f"({scan.error}); the checks made while it ran still apply")
     finally:
         session.close()
+    result = finish(result)
     result.seconds = time.monotonic() - start
     return result
 

@@ -154,9 +154,11 @@ def html_report(assignment: Assignment, results: list[SubmissionResult],
     for r in results:
         bad = [_problem(qid, q) for qid, q in r.questions.items()
                if q.status in PROBLEM_STATUSES]
-        if r.error or bad:
+        flagged = [n for n in r.notes if n.startswith("integrity:")]
+        if r.error or bad or flagged:
+            what = flagged + [w for w in (r.error or "; ".join(bad),) if w]
             problems.append({"student": r.student or r.path, "path": r.path,
-                             "what": r.error or "; ".join(bad)})
+                             "what": "; ".join(what)})
     students = []
     for r, fb in zip(results, feedback_files):
         students.append({
@@ -199,12 +201,13 @@ def write_reports(out: Path, assignment: Assignment, results: list[SubmissionRes
     writer.writerow(["student", "file", *qids, "total", "max_score", "status", "error"])
     for r in results:
         statuses = {q.status for q in r.questions.values()}
-        overall = QuestionStatus.ERROR if r.error else next(
-            (s for s in PROBLEM_STATUSES if s in statuses), "graded")
-        row = [r.student or "", r.path,
-               *[r.questions[q].score if q in r.questions else "" for q in qids],
-               r.score, r.max_score, overall, r.error or ""]
-        writer.writerow([csv_cell(cell) for cell in row])   # no cell can start a formula
+        overall = QuestionStatus.INTEGRITY if r.integrity else QuestionStatus.ERROR if r.error \
+            else next((s for s in PROBLEM_STATUSES if s in statuses), "graded")
+        # Text cells are neutralised (no cell can start a formula); scores stay numbers.
+        writer.writerow([csv_cell(r.student or ""), csv_cell(r.path),
+                         *[f"{r.questions[q].score:g}" if q in r.questions else "" for q in qids],
+                         f"{r.score:g}", f"{r.max_score:g}", csv_cell(str(overall)),
+                         csv_cell(r.error or "")])
     _write_atomic(out / "grades.csv", buf.getvalue())
     data = results_json(assignment.name, results)
     if flags:

@@ -76,6 +76,11 @@ class SubmissionResult:
     seconds: float = 0.0
     student: str | None = None          # set by class grading
     notes: list[str] = field(default_factory=list)
+    # Tampering with the grader found in the source (static_scan.Finding.to_json), and what it
+    # cost: {"on_tamper", "questions" (those given no points under "zero"),
+    # "score_without_penalty"}.
+    integrity: list[dict] = field(default_factory=list)
+    integrity_review: dict | None = None
 
     @property
     def score(self) -> float:
@@ -93,6 +98,9 @@ class SubmissionResult:
             data["student"] = self.student
         if self.notes:
             data["notes"] = list(self.notes)
+        if self.integrity:
+            data["integrity"] = [dict(f) for f in self.integrity]
+            data["integrity_review"] = dict(self.integrity_review or {})
         return data
 
 
@@ -116,7 +124,9 @@ def submission_from_json(data: dict) -> SubmissionResult:
     questions = {qid: question_from_json(qid, q) for qid, q in data["questions"].items()}
     return SubmissionResult(data["path"], questions, error=data.get("error"),
                             sandbox=data.get("sandbox"), seconds=data.get("seconds", 0.0),
-                            student=data.get("student"), notes=list(data.get("notes", [])))
+                            student=data.get("student"), notes=list(data.get("notes", [])),
+                            integrity=list(data.get("integrity", [])),
+                            integrity_review=data.get("integrity_review"))
 
 
 # ------------------------------------------------------------------ named mistakes

@@ -24,12 +24,8 @@ ZERO = {q: 0 for q in QUESTIONS}
 EXPECTED = {
     "honest.py": FULL,
     "delete_other_submissions.py": FULL,
-    "detached_background_processes_at_import.py": FULL,
-    "fork_bomb_bounded.py": FULL,
-    "fork_child_lingers.py": FULL,
     "output_flood.py": FULL,
     "privilege_escalation_probe.py": FULL,
-    "proc_mem_read_other_processes.py": FULL,
     "socket_probe_localhost.py": FULL,
     "thread_runs_forever.py": FULL,
     "kill_parent_and_process_group.py": {**FULL, "softmax": ("<=", 6)},
@@ -53,13 +49,12 @@ EXPECTED = {
     "write_fake_results_files.py": ZERO,
     "sys_exit_at_import.py": ZERO,
     "import_hang_ignoring_signals.py": ZERO,
-    "patch_random_generators.py": {**ZERO, "mask": ("<=", 2)},
     "huge_and_weird_return_values.py": {**ZERO, "mask": ("<=", 2)},
     "lying_tensor_subclass_softmax.py": {**FULL, "softmax": 0},
     "forbidden_call_bypass.py": {**FULL, "softmax": 0},
+    "getattr_strings_hidden_softmax.py": {**FULL, "softmax": 0},
     "lying_ndarray_subclass_softmax.py": {**FULL, "softmax": 0},
     "os_exit_in_softmax.py": {**FULL, "softmax": 0},
-    "close_all_fds_softmax.py": {**FULL, "softmax": 0},
     "infinite_loop_softmax.py": {**FULL, "softmax": 0},
     "signal_ignoring_spin_attention.py": {**FULL, "attention": 0, "mask": ("<=", 2)},
     "deep_recursion_split_heads.py": {**FULL, "split_heads": ("<=", 1)},
@@ -68,6 +63,31 @@ EXPECTED = {
                                              "split_heads": ("<=", 1)},
     "leak_secret_env_and_proc.py": {**FULL, "mask": ("<=", 4)},
 }
+# Files whose source touches the grader (its modules, sys.modules, frames, gc scans, ctypes,
+# the worker's channel, patched library internals) are flagged for review and, by default, get
+# no points (status "integrity") on every question: the touching code runs at import or in
+# softmax, the first question. Their rows keep what the checks gave without the penalty.
+FLAGGED = {
+    "detached_background_processes_at_import.py": "full",      # ctypes (prctl)
+    "fork_bomb_bounded.py": "full",                             # ctypes (prctl)
+    "fork_child_lingers.py": "full",                            # ctypes (prctl)
+    "proc_mem_read_other_processes.py": "full",                 # ctypes (ptrace, vm_readv)
+    "close_all_fds_softmax.py": 29,                             # os.closerange: the channel
+    "patch_random_generators.py": ("<=", 2),                    # patches torch.* in place
+    "filesystem_and_sys_modules_reference_search.py": 0,        # sys.modules scan
+    "forge_worker_channel.py": 0,                               # the channel, gc, sys.modules
+    "gc_object_scan.py": 0,
+    "monkeypatch_numpy.py": 0,
+    "monkeypatch_otter.py": 0,
+    "monkeypatch_torch.py": 0,
+    "monkeypatch_unittest_pytest.py": 0,
+    "overwrite_grader_output_paths.py": 0,                      # ctypes, fds it did not open
+    "pickle_rce_return_values.py": 0,                           # eval as a value, sys.modules
+    "stack_frame_snooping.py": 0,
+    "patch_engine_hides_forbidden_call.py": 29,                 # the engine via sys.modules
+    "forge_missing_gradients.py": 29,
+}
+EXPECTED.update({name: ZERO for name in FLAGGED})
 STATUS = {
     ("infinite_loop_softmax.py", "softmax"): "timeout",
     ("signal_ignoring_spin_attention.py", "attention"): "timeout",
@@ -79,7 +99,29 @@ STATUS = {
     **{(f"forged_reply_{kind}.py", q): "error" for q in QUESTIONS
        for kind in ("bad_floats", "malformed_types", "non_string_params", "shared_buffer",
                     "trusted_side_exception")},
+    ("getattr_strings_hidden_softmax.py", "softmax"): "forbidden call",
+    ("lying_tensor_subclass_softmax.py", "softmax"): "forbidden call",
 }
+STATUS.update({(name, q): "integrity" for name in FLAGGED for q in QUESTIONS})
+
+
+def check_flag(name: str, row: dict) -> None:
+    """A flagged file carries its findings and what it would have scored; no other is flagged."""
+    if name not in FLAGGED:
+        assert "integrity" not in row, (name, row.get("integrity"))
+        return
+    assert row["integrity"] and any(n.startswith(
+        "integrity: this submission modifies the grader; flagged for review")
+        for n in row["notes"]), name
+    review = row["integrity_review"]
+    assert review["on_tamper"] == "zero" and review["questions"] == QUESTIONS
+    want, before = FLAGGED[name], review["score_without_penalty"]
+    if want == "full":
+        assert before == row["max_score"], (name, before)
+    elif isinstance(want, tuple):
+        assert before <= want[1], (name, before)
+    else:
+        assert before == want, (name, before)
 
 
 def leftover_processes(wait: float = 5.0) -> list[str]:
@@ -150,7 +192,7 @@ def test_batch_finishes_with_a_row_for_every_submission(batch):
         assert list(s["questions"]) == QUESTIONS
         for q in s["questions"].values():
             assert q["status"] in {"passed", "partial", "failed", "not attempted", "error",
-                                   "timeout", "memory limit", "forbidden call"}
+                                   "timeout", "memory limit", "forbidden call", "integrity"}
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
@@ -168,6 +210,7 @@ def test_each_attack_gains_nothing(batch, name):
         if (name, qid) in STATUS:
             assert q["status"] == STATUS[(name, qid)], f"{qid}: {q['feedback']}"
         assert len(q["feedback"]) < 20_000
+    check_flag(name, sub)
 
 
 def test_every_hostile_file_has_an_expectation():
@@ -244,6 +287,7 @@ def test_rlimits_level_still_contains_processes_and_time(tmp_path):
                 assert q["score"] == q["max_score"], (name, qid, q["feedback"])
             else:
                 assert q["score"] == want, (name, qid, q["feedback"])
+        check_flag(name, data[name])
 
 
 @pytest.mark.parametrize("level", ["namespaces", "rlimits"])
@@ -267,6 +311,7 @@ def test_without_pid_namespaces_the_fork_server_kills_what_workers_leave(level):
                 q = result["questions"][qid]
                 assert q["score"] == (q["max_score"] if want == "full" else want), \
                     (name, qid, q["feedback"])
+            check_flag(name, result)
     finally:
         sandbox.close()
     assert leftover_processes() == []

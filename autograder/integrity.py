@@ -1,0 +1,86 @@
+"""Submissions that tamper with the grader: flagged in the row, the feedback and the report.
+
+The worker is the student's own process, so code there that touches the engine (its modules,
+`sys.modules`, frames, `gc` scans, `ctypes`, the worker's channel, library internals it relies
+on) could have switched off every check computed in the worker. The static scan
+(`static_scan`) finds such code in the trusted process; this module decides what it costs.
+
+The assignment's `[integrity] on_tamper` setting chooses: `"zero"` (the default) gives no points
+on every question whose cases ran after the tampering code could first run (all of them when it
+can run at import), with case and question status "integrity"; `"flag"` keeps the grades and
+only flags the submission for review.
+"""
+from __future__ import annotations
+
+from .assignment import Assignment, AssignmentError
+from .results import SubmissionResult
+from .static_scan import INTEGRITY_MESSAGE, ScanResult
+from .status import CaseStatus
+
+ON_TAMPER = ("zero", "flag")
+STATUS = CaseStatus.INTEGRITY
+SHOWN_FINDINGS = 3
+
+
+def tamper_policy(assignment: Assignment) -> str:
+    """The assignment's `[integrity] on_tamper`: "zero" (default) or "flag"."""
+    section = assignment.config.get("integrity", {})
+    value = section.get("on_tamper", "zero") if isinstance(section, dict) else None
+    if value not in ON_TAMPER:
+        raise AssignmentError(f"{assignment.root / 'assignment.toml'}: [integrity] on_tamper "
+                              f"must be one of {', '.join(map(repr, ON_TAMPER))}, not "
+                              f"{value!r}")
+    return value
+
+
+class CallLog:
+    """Which question the trusted side was grading when it first asked the worker to call each
+    student function: tampering code inside a function could only run from then on."""
+
+    def __init__(self):
+        self.current: str | None = None
+        self.first: dict[str, str] = {}
+
+    def called(self, function: str) -> None:
+        if self.current is not None:
+            self.first.setdefault(function, self.current)
+
+
+def affected_questions(scan: ScanResult, result: SubmissionResult,
+                       log: CallLog | None) -> list[str]:
+    """Graded questions whose checks the tampering code could have switched off, in order."""
+    order = list(result.questions)
+    reach = scan.tamper_reach()
+    if not reach:
+        return []
+    if any(fns is None for fns in reach.values()) or log is None:
+        return order
+    functions = set().union(*reach.values())
+    starts = [order.index(log.first[fn]) for fn in functions
+              if log.first.get(fn) in order]
+    # Never seen called (or called only outside any question): assume it ran from the start.
+    return order[min(starts):] if starts else order
+
+
+def apply(result: SubmissionResult, scan: ScanResult | None, policy: str,
+          log: CallLog | None = None) -> SubmissionResult:
+    """Flag `result` when the scan found tampering; under "zero", take the points of the
+    questions it could have affected. Returns `result` (changed in place)."""
+    if scan is None or not scan.tamper:
+        return result
+    findings = scan.tamper
+    affected = affected_questions(scan, result, log)
+    shown = "; ".join(f.describe() for f in findings[:SHOWN_FINDINGS])
+    more = f"; and {len(findings) - SHOWN_FINDINGS} more" if len(findings) > SHOWN_FINDINGS \
+        else ""
+    result.notes.insert(0, f"{INTEGRITY_MESSAGE} ({shown}{more})")
+    result.integrity = [f.to_json() for f in findings]
+    result.integrity_review = {"on_tamper": policy, "questions": affected,
+                               "score_without_penalty": result.score}
+    if policy == "zero":
+        for qid in affected:
+            for case in result.questions[qid].cases:
+                case.status, case.kind = STATUS, STATUS
+                case.message = INTEGRITY_MESSAGE
+                case.hint, case.diagnosis = "", []
+    return result
