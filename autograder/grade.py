@@ -293,6 +293,10 @@ def _grade_submission(assignment: Assignment, path: Path, sandbox: Sandbox,
         if scan.error:
             result.notes.append("note: your file could not be checked for library shortcuts "
                                 f"({scan.error}); the checks made while it ran still apply")
+    except MalformedReply as e:
+        # The row of a forged reply still carries what the source scan found (tampering).
+        return finish(malformed_reply(assignment, shown, e.detail, include_hidden=include_hidden,
+                                      sandbox=sandbox.description))
     finally:
         session.close()
     result = finish(result)

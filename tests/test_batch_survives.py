@@ -84,13 +84,15 @@ def test_a_forged_reply_ends_only_its_submission_flagged_for_review(batch, name)
     assert "flagged for review" in sub["error"]
     assert any(n.startswith("flagged for review: " + MALFORMED) for n in sub["notes"])
     assert list(sub["questions"]) == QUESTIONS
+    # The forgers patch the worker through sys.modules, so the source scan flags them too:
+    # every case carries the integrity status, the row keeps the malformed reply's reason.
+    assert sub["integrity"]
     for q in sub["questions"].values():
-        assert q["status"] == "error" and q["score"] == 0
-        assert {c["status"] for c in q["cases"]} == {"error"}
-        assert all(c["message"].startswith(MALFORMED) for c in q["cases"])
+        assert q["status"] == "integrity" and q["score"] == 0
+        assert {c["status"] for c in q["cases"]} == {"integrity"}
     with open(out / "grades.csv", newline="") as f:
         row = next(r for r in csv.DictReader(f) if Path(r["file"]).name == name)
-    assert row["status"] == "error" and MALFORMED in row["error"] and row["total"] == "0"
+    assert row["status"] == "integrity" and MALFORMED in row["error"] and row["total"] == "0"
     feedback = (out / "feedback" / f"{Path(name).stem}.md").read_text()
     assert MALFORMED in feedback and "flagged for review" in feedback
     assert MALFORMED in (out / "report.html").read_text()

@@ -86,6 +86,10 @@ FLAGGED = {
     "stack_frame_snooping.py": 0,
     "patch_engine_hides_forbidden_call.py": 29,                 # the engine via sys.modules
     "forge_missing_gradients.py": 29,
+    # They patch the worker through sys.modules, and their reply is noted as malformed too.
+    **{f"forged_reply_{kind}.py": 0
+       for kind in ("bad_floats", "malformed_types", "non_string_params", "shared_buffer",
+                    "trusted_side_exception")},
 }
 EXPECTED.update({name: ZERO for name in FLAGGED})
 STATUS = {
@@ -96,9 +100,6 @@ STATUS = {
     ("sys_exit_at_import.py", "softmax"): "error",
     ("os_exit_in_softmax.py", "softmax"): "error",
     ("forbidden_call_bypass.py", "softmax"): "forbidden call",
-    **{(f"forged_reply_{kind}.py", q): "error" for q in QUESTIONS
-       for kind in ("bad_floats", "malformed_types", "non_string_params", "shared_buffer",
-                    "trusted_side_exception")},
     ("getattr_strings_hidden_softmax.py", "softmax"): "forbidden call",
     ("lying_tensor_subclass_softmax.py", "softmax"): "forbidden call",
 }
