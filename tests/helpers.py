@@ -95,3 +95,18 @@ def snapshot_differences(got, want, path: str = "", tol: tuple | None = None) ->
     if type(got) is not type(want) or got != want:
         return [f"{path}: {got!r} != {want!r}"]
     return []
+
+
+def flag_only_assignment(folder: Path, name: str = "attention") -> Path:
+    """A copy of an assignment whose integrity policy only flags (`on_tamper = "flag"`), for
+    tests of the sandbox itself: their probes use ctypes (System V shared memory, prctl), which
+    the source scan rightly flags, and the sandbox's own verdict must show through."""
+    import shutil
+
+    dest = Path(folder) / f"{name}-flag-only"
+    if not dest.exists():
+        shutil.copytree(ROOT / "assignments" / name, dest,
+                        ignore=shutil.ignore_patterns("__pycache__", "examples"))
+        with open(dest / "assignment.toml", "a") as f:
+            f.write('\n[integrity]\non_tamper = "flag"\n')
+    return dest

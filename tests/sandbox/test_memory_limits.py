@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import QUESTIONS, SUBMISSIONS, run_cli
+from helpers import QUESTIONS, SUBMISSIONS, flag_only_assignment, run_cli
 
 HONEST = (SUBMISSIONS / "hostile" / "honest.py").read_text()
 
@@ -164,7 +164,7 @@ def _build(folder, files: dict[str, str]) -> None:
 
 
 def _grade(folder, level: str, out) -> dict:
-    r = run_cli("grade", "-a", "attention", str(folder), "--json", str(out), "--sandbox", level,
+    r = run_cli("grade", "-a", str(flag_only_assignment(folder.parent)), str(folder), "--json", str(out), "--sandbox", level,
                 "--jobs", "1", "--limit", "memory_mb=512", "--limit", "question_seconds=8",
                 timeout=900)
     assert r.returncode == 0, r.stderr[-3000:]
@@ -259,10 +259,10 @@ def test_without_worker_namespaces_what_a_worker_leaves_is_removed(level):
 
     if os.geteuid() != 0:
         pytest.skip("without root the worker user is the grader's own: tried by the levels")
-    assignment = load_assignment("attention")
+    folder = Path(tempfile.mkdtemp())
+    assignment = load_assignment(str(flag_only_assignment(folder)))
     limits = assignment.limits.override({"question_seconds": 20, "memory_mb": 512})
     sandbox = Sandbox(level, worker_namespaces=False)
-    folder = Path(tempfile.mkdtemp())
     try:
         assert not sandbox.mechanisms["ipcns"] and "removed after it" in sandbox.memory
         _build(folder / "class", {"a_leaver.py": LEAVER, "b_seeker.py": SEEKER})

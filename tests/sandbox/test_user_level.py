@@ -19,7 +19,7 @@ import time
 
 import pytest
 
-from helpers import QUESTIONS, ROOT, SUBMISSIONS, run_cli
+from helpers import QUESTIONS, ROOT, SUBMISSIONS, flag_only_assignment, run_cli
 
 HONEST = (SUBMISSIONS / "hostile" / "honest.py").read_text()
 ASSIGNMENT = ROOT / "assignments" / "attention"
@@ -204,7 +204,7 @@ def test_user_level_in_a_container_without_bubblewrap(tmp_path):
     _build(folder)
     before = _snapshot()
     out = tmp_path / "r.json"
-    r = _in_container("grade", "-a", "attention", str(folder), "--json", str(out),
+    r = _in_container("grade", "-a", str(flag_only_assignment(tmp_path)), str(folder), "--json", str(out),
                       "--sandbox", "user", "--jobs", "1", "--limit", "question_seconds=20")
     assert r.returncode == 0, r.stderr[-3000:]
     assert "sandbox: user" in r.stdout
@@ -221,7 +221,7 @@ def test_namespaces_level_hides_the_same_and_leaves_nothing(tmp_path):
     _build(folder)
     before = _snapshot()
     out = tmp_path / "r.json"
-    r = run_cli("grade", "-a", "attention", str(folder), "--json", str(out), "--sandbox",
+    r = run_cli("grade", "-a", str(flag_only_assignment(tmp_path)), str(folder), "--json", str(out), "--sandbox",
                 "namespaces", "--jobs", "1", "--limit", "question_seconds=20")
     assert r.returncode == 0, r.stderr[-3000:]
     _check({os.path.basename(s["path"]): s for s in json.loads(out.read_text())["submissions"]})
@@ -240,7 +240,7 @@ def test_rlimits_level_as_root_still_leaves_nothing(tmp_path):
     (folder / "a_reader.py").unlink()
     before = _snapshot()
     out = tmp_path / "r.json"
-    r = run_cli("grade", "-a", "attention", str(folder), "--json", str(out), "--sandbox",
+    r = run_cli("grade", "-a", str(flag_only_assignment(tmp_path)), str(folder), "--json", str(out), "--sandbox",
                 "rlimits", "--jobs", "1", "--limit", "question_seconds=20")
     assert r.returncode == 0, r.stderr[-3000:]
     data = {os.path.basename(s["path"]): s for s in json.loads(out.read_text())["submissions"]}
