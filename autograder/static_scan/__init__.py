@@ -34,23 +34,27 @@ import ast
 from dataclasses import replace
 from typing import Iterable, Sequence
 
+from .budget import Budget, ScanCutShort
 from .model import Scope
 from .rules import analyse
 from .shortcuts import forbidden_why, matches_forbidden, names_same_routine
 from .values import Analysis
-from .vocabulary import INTEGRITY_MESSAGE, MAX_FINDINGS, Finding, code_text
+from .vocabulary import CUT_SHORT_MESSAGE, INTEGRITY_MESSAGE, MAX_FINDINGS, Finding, code_text
 
-__all__ = ["INTEGRITY_MESSAGE", "Finding", "ScanResult", "matches_forbidden",
+__all__ = ["CUT_SHORT_MESSAGE", "INTEGRITY_MESSAGE", "Finding", "ScanResult", "matches_forbidden",
            "names_same_routine", "scan_source"]
 
 
 class ScanResult:
     """What the scan found, and which graded function reaches which finding."""
 
-    def __init__(self, analysis: Analysis | None, api: Sequence[str], error: str | None = None):
+    def __init__(self, analysis: Analysis | None, api: Sequence[str],
+                 cut_short: str | None = None):
         self._a = analysis
         self.api = list(api)
-        self.error = error
+        # Why the scan stopped before the end (the source is over its budget), or None: then
+        # nothing was checked, and the row is flagged for review (`integrity`).
+        self.cut_short = cut_short
         self._reach: dict[str, set[int]] = {}
         self._forbidden: dict[tuple, list[Finding]] = {}
         self.tamper: list[Finding] = []
@@ -63,6 +67,11 @@ class ScanResult:
                         seen.add(key)
                         self.tamper.append(f)
             self.tamper.sort(key=lambda f: (f.line, f.rule))
+
+    @property
+    def error(self) -> str | None:
+        """The scan could not check the file (the same as `cut_short`)."""
+        return self.cut_short
 
     def _closure(self, start: Iterable[int]) -> set[int]:
         """Scopes that may run once `start` runs: what they reference, the class bodies they
@@ -147,18 +156,26 @@ class ScanResult:
 
 def scan_source(sources: str | Sequence[str], api: Sequence[str] = ()) -> ScanResult:
     """Scan a .py file's source, or a notebook's code cells (run in order as one module).
-    Sources that do not parse are left out (the grader reports their syntax errors)."""
+    Sources that do not parse are left out (the grader reports their syntax errors). A source
+    over the scan's budget (`budget`) gives a result that says so in `cut_short`."""
     if isinstance(sources, str):
         sources = [sources]
+    budget = Budget()
     body: list[ast.stmt] = []
     try:
+        budget.check_size(sum(len(src) for src in sources))
         for src in sources:
             try:
                 body += ast.parse(src).body
             except (SyntaxError, ValueError):
                 continue
-        analysis = Analysis(ast.Module(body=body, type_ignores=[]))
+            budget.check_time()
+        analysis = Analysis(ast.Module(body=body, type_ignores=[]), budget)
         analyse(analysis)
-    except (RecursionError, MemoryError) as e:
-        return ScanResult(None, api, error=type(e).__name__)
+    except ScanCutShort as e:
+        return ScanResult(None, api, cut_short=str(e))
+    except RecursionError:
+        return ScanResult(None, api, cut_short="expressions nested too deeply to analyse")
+    except MemoryError:
+        return ScanResult(None, api, cut_short="too large to analyse in memory")
     return ScanResult(analysis, api)

@@ -7,6 +7,7 @@ import ast
 import builtins
 from dataclasses import dataclass, field
 
+from .budget import Budget
 from .folding import fold
 from .vocabulary import Finding
 
@@ -34,9 +35,11 @@ BUILTIN_NAMES = set(dir(builtins))
 class Collector:
     """Builds the scopes of one module: bindings and the nodes each scope executes."""
 
-    def __init__(self):
+    def __init__(self, decls: dict[int, tuple[set[str], set[str]]], budget: Budget):
         self.scopes: list[Scope] = []
         self.parents: dict[int, ast.AST] = {}
+        self.decls = decls
+        self.budget = budget
 
     def new_scope(self, kind: str, node: ast.AST, parent: Scope | None) -> Scope:
         s = Scope(kind, node, parent, len(self.scopes))
@@ -75,6 +78,7 @@ class Collector:
         stack = [(scope, node, top)]
         while stack:
             scope, node, top = stack.pop()
+            self.budget.step()
             scope.nodes.append(node)
             kind = type(node)
             if kind in _PLAIN:      # most nodes: nothing bound, nothing opened
@@ -116,7 +120,9 @@ class Collector:
                     stack.append((inner, node.body, False))
                 else:
                     self.bind(scope, node.name, ("user", inner.index), top)
-                    self._prescan_decls(inner, node.body)
+                    declared_global, declared_nonlocal = self.decls.get(id(node), ((), ()))
+                    inner.globals.update(declared_global)
+                    inner.nonlocals.update(declared_nonlocal)
                     for stmt in node.body:
                         self.link(node, stmt)
                     stack.extend((inner, s, False) for s in reversed(node.body))
@@ -138,13 +144,6 @@ class Collector:
                 parents[id(child)] = node
             # only a module's own statements bind unconditionally (`top`)
             stack.extend((scope, c, False) for c in reversed(children))
-
-    def _prescan_decls(self, scope: Scope, body: list[ast.stmt]) -> None:
-        for n in ast.walk(ast.Module(body=body, type_ignores=[])):
-            if isinstance(n, ast.Global):
-                scope.globals.update(n.names)
-            elif isinstance(n, ast.Nonlocal):
-                scope.nonlocals.update(n.names)
 
     def _bindings_of(self, scope: Scope, node: ast.AST, top: bool) -> None:
         if isinstance(node, ast.Import):
@@ -183,6 +182,30 @@ class Collector:
             scope.globals.update(node.names)
         elif isinstance(node, ast.Nonlocal):
             scope.nonlocals.update(node.names)
+
+
+def declarations(tree: ast.AST, budget: Budget) -> dict[int, tuple[set[str], set[str]]]:
+    """For each function (by node id): the names declared `global` and `nonlocal` anywhere in
+    its body, nested scopes included. One pass over the tree (walking each function's body
+    apart would cost the nesting depth times the size), counting its nodes against `budget`."""
+    out: dict[int, tuple[set[str], set[str]]] = {}
+    # Each entry carries its enclosing functions as a linked list: (node id, outer link).
+    stack: list[tuple[ast.AST, tuple | None]] = [(tree, None)]
+    while stack:
+        node, chain = stack.pop()
+        budget.node()
+        if isinstance(node, (ast.Global, ast.Nonlocal)):
+            which = 0 if isinstance(node, ast.Global) else 1
+            link = chain
+            while link is not None:
+                out[link[0]][which].update(node.names)
+                link = link[1]
+            continue
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            out[id(node)] = (set(), set())
+            chain = (id(node), chain)
+        stack.extend((child, chain) for child in ast.iter_child_nodes(node))
+    return out
 
 
 # Node types that bind no name and open no scope.

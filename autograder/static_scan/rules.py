@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 
+from .budget import MAX_SNIPPET_CHARS, ScanCutShort
 from .folding import fold
 from .model import Scope
 from .shortcuts import disables_function_modes
@@ -21,8 +22,10 @@ def _is_chain_inner(node: ast.AST, parents: dict[int, ast.AST]) -> bool:
 
 
 def analyse(a: Analysis) -> None:
+    step = a.budget.step
     for scope in a.scopes:
         for node in scope.nodes:
+            step()
             try:
                 _rules(a, scope, node)
             except RecursionError:
@@ -218,7 +221,7 @@ def _call_rules(a: Analysis, scope: Scope, node: ast.Call, line: int) -> None:
         if v == ("lib", "builtins.exec") or v == ("lib", "builtins.eval"):
             src = fold(node.args[0]) if node.args else None
             if isinstance(src, str):
-                _scan_snippet(scope, src, line)
+                _scan_snippet(a, scope, src, line)
 
 
 def _own_fd(a: Analysis, scope: Scope, fd: ast.AST, path: str) -> bool:
@@ -235,14 +238,15 @@ def _all_own(values: frozenset) -> bool:
         for v in values)
 
 
-def _scan_snippet(scope: Scope, src: str, line: int) -> None:
-    if len(src) > 100_000:
-        return
+def _scan_snippet(a: Analysis, scope: Scope, src: str, line: int) -> None:
+    if len(src) > MAX_SNIPPET_CHARS:       # not skipped: it could hide anything
+        raise ScanCutShort(f"code run by exec() or eval() longer than "
+                           f"{MAX_SNIPPET_CHARS:,} characters")
     try:
         tree = ast.parse(src)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return
-    inner = Analysis(tree)
+    inner = Analysis(tree, a.budget)     # its nodes count against the file's budget
     analyse(inner)
     for s in inner.scopes:
         for f in s.tamper:

@@ -8,15 +8,17 @@ import ast
 from typing import Iterable
 
 from .folding import fold
-from .model import BUILTIN_NAMES, Collector, Scope
+from .budget import Budget
+from .model import BUILTIN_NAMES, Collector, Scope, declarations
 from .vocabulary import DYNAMIC_IMPORTS, FD_SOURCES, MAX_DEPTH, MAX_VALUES
 
 UNKNOWN = ("unknown",)
 
 
 class Analysis:
-    def __init__(self, tree: ast.Module):
-        c = Collector()
+    def __init__(self, tree: ast.Module, budget: Budget | None = None):
+        self.budget = budget if budget is not None else Budget()
+        c = Collector(declarations(tree, self.budget), self.budget)
         self.module = c.new_scope("module", tree, None)
         for stmt in tree.body:
             c.link(tree, stmt)

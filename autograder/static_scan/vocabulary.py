@@ -48,6 +48,10 @@ HARMLESS_STORES = ("sys.stdout", "sys.stderr", "sys.stdin", "sys.path", "sys.arg
 EQUIVALENT = {"softmax": ("softmin",)}
 
 INTEGRITY_MESSAGE = "integrity: this submission modifies the grader; flagged for review"
+# A source over the scan's budget: not checked, so flagged (a cheater could pad a file), but
+# its points are kept: the instructor decides.
+CUT_SHORT_MESSAGE = ("integrity: this file is too large to check for changes to the grader; "
+                     "flagged for review")
 
 
 @dataclass(frozen=True)
