@@ -124,38 +124,37 @@ def _lib_rules(a: Analysis, scope: Scope, node: ast.AST, path: str, line: int) -
         scope.refs.append(("library", line, node, path))
     if root not in ENGINE_ROOTS and root not in NATIVE_ROOTS and root not in SENSITIVE_ROOTS:
         return
-    text = code_text(node)
     if root in ENGINE_ROOTS and not isinstance(node, ast.Name):
-        scope.tamper.append(Finding("tamper", "engine", line, text,
+        scope.tamper.append(Finding("tamper", "engine", line, code_text(node),
                                     why="reaches the grader's own modules"))
     elif root in NATIVE_ROOTS:
-        scope.tamper.append(Finding("tamper", "native", line, text,
+        scope.tamper.append(Finding("tamper", "native", line, code_text(node),
                                     why="uses native-code access (ctypes/marshal)"))
     elif path in FRAME_FUNCTIONS or path.rsplit(".", 1)[-1] in FRAME_ATTRIBUTES:
-        scope.tamper.append(Finding("tamper", "frames", line, text,
+        scope.tamper.append(Finding("tamper", "frames", line, code_text(node),
                                     why="reads stack frames, where the grader's own state "
                                         "lives"))
     elif path in GC_SCANS:
-        scope.tamper.append(Finding("tamper", "gc", line, text,
+        scope.tamper.append(Finding("tamper", "gc", line, code_text(node),
                                     why="scans the garbage collector's objects, the grader's "
                                         "included"))
     elif path == "sys.modules" or path.startswith("sys.modules."):
         if not _benign_modules_use(a, node, path):
-            scope.tamper.append(Finding("tamper", "sys.modules", line, text,
+            scope.tamper.append(Finding("tamper", "sys.modules", line, code_text(node),
                                         why="reads or changes the loaded modules (the "
                                             "grader's included)"))
     elif path in CODEGEN:
         parent = a.parents.get(id(node))
         if not (isinstance(parent, ast.Call) and parent.func is node and parent.args
                 and isinstance(fold(parent.args[0]), str)):
-            scope.tamper.append(Finding("tamper", "codegen", line, text,
+            scope.tamper.append(Finding("tamper", "codegen", line, code_text(node),
                                         why="runs code built at run time, which cannot be "
                                             "checked"))
     elif path in DYNAMIC_IMPORTS:
         parent = a.parents.get(id(node))
         if not (isinstance(parent, ast.Call) and parent.func is node and parent.args
                 and isinstance(fold(parent.args[0]), str)):
-            scope.tamper.append(Finding("tamper", "computed-name", line, text,
+            scope.tamper.append(Finding("tamper", "computed-name", line, code_text(node),
                                         why="imports a module named at run time"))
 
 
@@ -179,7 +178,6 @@ def _call_rules(a: Analysis, scope: Scope, node: ast.Call, line: int) -> None:
     paths = {v[1] for v in funcs if v[0] == "lib" and root_of(v[1]) in CALL_RULE_ROOTS}
     if not paths and not any(v[0] == "lib" and v[1] in CODEGEN for v in funcs):
         return
-    text = code_text(node)
     for path in paths:
         if path in ("builtins.setattr", "builtins.delattr") and node.args:
             for v in a.value(node.args[0], scope):
@@ -188,16 +186,16 @@ def _call_rules(a: Analysis, scope: Scope, node: ast.Call, line: int) -> None:
                     full = f"{v[1]}.{name}" if isinstance(name, str) else v[1]
                     if not full.startswith(HARMLESS_STORES):
                         scope.tamper.append(Finding(
-                            "tamper", "patch", line, text,
+                            "tamper", "patch", line, code_text(node),
                             why=f"replaces `{full}` in a module the grader uses"))
                         break
         if path == "os.closerange":
-            scope.tamper.append(Finding("tamper", "channel", line, text,
+            scope.tamper.append(Finding("tamper", "channel", line, code_text(node),
                                         why="closes file descriptors it did not open (the "
                                             "grader's channel)"))
         if path == "socket.socket" and (len(node.args) >= 4 or any(
                 k.arg == "fileno" for k in node.keywords)):
-            scope.tamper.append(Finding("tamper", "channel", line, text,
+            scope.tamper.append(Finding("tamper", "channel", line, code_text(node),
                                         why="opens a socket on an existing descriptor (the "
                                             "grader's channel)"))
         if path in FD_FUNCTIONS and node.args:
@@ -205,7 +203,7 @@ def _call_rules(a: Analysis, scope: Scope, node: ast.Call, line: int) -> None:
             for fd in fds:
                 if not _own_fd(a, scope, fd, path):
                     scope.tamper.append(Finding(
-                        "tamper", "channel", line, text,
+                        "tamper", "channel", line, code_text(node),
                         why="uses a file descriptor it did not open (the grader's channel)"))
                     break
         if root_of(path) in ("os", "io", "builtins", "pathlib", "glob", "shutil", "socket"):
@@ -213,7 +211,7 @@ def _call_rules(a: Analysis, scope: Scope, node: ast.Call, line: int) -> None:
                 s = fold(arg)
                 if isinstance(s, str) and FD_PATH.search(s):
                     scope.tamper.append(Finding(
-                        "tamper", "channel", line, text,
+                        "tamper", "channel", line, code_text(node),
                         why="opens the process's descriptors by path (the grader's channel)"))
                     break
     for v in funcs:

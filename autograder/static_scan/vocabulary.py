@@ -4,6 +4,7 @@ and `Finding`, one thing found in the source."""
 from __future__ import annotations
 
 import ast
+import copy
 import re
 from dataclasses import dataclass
 
@@ -82,9 +83,38 @@ def line_of(node: ast.AST) -> int:
     return int(getattr(node, "lineno", 0) or 0)
 
 
+# Expression nodes rendered for a finding: each gives at least one character, so the first
+# MAX_TEXT characters come from the first MAX_TEXT + 20 of them in source order.
+TEXT_NODES = MAX_TEXT + 20
+
+
+def _clipped(node: ast.AST, room: list[int]) -> ast.AST:
+    """A copy of `node`'s first `room[0]` nodes (preorder, which is source order for almost
+    every expression); the rest become `…`. Rendering a whole nested call at every level of
+    it would cost the square of its size."""
+    if not node._fields:            # contexts and operators: shared, nothing to render
+        return node
+    if isinstance(node, ast.expr):
+        room[0] -= 1
+        if room[0] < 0:
+            return ast.Name(id="…", ctx=ast.Load())
+    new = copy.copy(node)
+    for name, value in ast.iter_fields(node):
+        if isinstance(value, ast.AST):
+            setattr(new, name, _clipped(value, room))
+        elif isinstance(value, list):
+            kept = []
+            for item in value:
+                if isinstance(item, ast.AST) and room[0] <= 0:
+                    break
+                kept.append(_clipped(item, room) if isinstance(item, ast.AST) else item)
+            setattr(new, name, kept)
+    return new
+
+
 def code_text(node: ast.AST) -> str:
     try:
-        text = ast.unparse(node)
+        text = ast.unparse(_clipped(node, [TEXT_NODES]))
     except Exception:  # noqa: BLE001 - unparse of an odd tree: show nothing rather than fail
         text = "?"
     text = " ".join(text.split())
