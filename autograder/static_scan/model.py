@@ -78,7 +78,7 @@ class Collector:
         stack = [(scope, node, top)]
         while stack:
             scope, node, top = stack.pop()
-            self.budget.step()
+            self.budget.node()
             scope.nodes.append(node)
             kind = type(node)
             if kind in _PLAIN:      # most nodes: nothing bound, nothing opened
@@ -186,14 +186,15 @@ class Collector:
 
 def declarations(tree: ast.AST, budget: Budget) -> dict[int, tuple[set[str], set[str]]]:
     """For each function (by node id): the names declared `global` and `nonlocal` anywhere in
-    its body, nested scopes included. One pass over the tree (walking each function's body
-    apart would cost the nesting depth times the size), counting its nodes against `budget`."""
+    its body, nested scopes included. One pass over the statements (walking each function's
+    body apart would cost the nesting depth times the size; declarations are statements, so
+    expressions are not entered)."""
     out: dict[int, tuple[set[str], set[str]]] = {}
     # Each entry carries its enclosing functions as a linked list: (node id, outer link).
     stack: list[tuple[ast.AST, tuple | None]] = [(tree, None)]
     while stack:
         node, chain = stack.pop()
-        budget.node()
+        budget.step()
         if isinstance(node, (ast.Global, ast.Nonlocal)):
             which = 0 if isinstance(node, ast.Global) else 1
             link = chain
@@ -204,8 +205,15 @@ def declarations(tree: ast.AST, budget: Budget) -> dict[int, tuple[set[str], set
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             out[id(node)] = (set(), set())
             chain = (id(node), chain)
-        stack.extend((child, chain) for child in ast.iter_child_nodes(node))
+        for name in _STATEMENT_LISTS:
+            items = getattr(node, name, None)
+            if isinstance(items, list):
+                stack.extend((child, chain) for child in items)
     return out
+
+
+# The fields that hold statements (of compound statements, handlers and match cases).
+_STATEMENT_LISTS = ("body", "orelse", "finalbody", "handlers", "cases")
 
 
 # Node types that bind no name and open no scope.
