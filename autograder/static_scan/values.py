@@ -16,6 +16,8 @@ UNKNOWN = ("unknown",)
 
 
 class Analysis:
+    """The scopes of one module and the memoised values of its names and expressions."""
+
     def __init__(self, tree: ast.Module, budget: Budget | None = None):
         self.budget = budget if budget is not None else Budget()
         c = Collector(declarations(tree, self.budget), self.budget)
