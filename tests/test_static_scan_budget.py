@@ -48,7 +48,7 @@ HOSTILE = {
     "deeply nested expression": lambda: "x = " + "+".join(["a"] * (UNDER_SIZE // 2)) + "\n",
     "nested functions": lambda: "".join(
         "    " * d + f"def f{d}(x):\n" + "    " * (d + 1) + "global g\n" for d in range(90))
-        + "    " * 90 + "return x\n" + filled(lambda i: f"y{i} = [{i}, {i}, {i}]\n", UNDER_SIZE),
+        + "    " * 90 + "return x\n" + filled(lambda i: f"y{i} = [{i}, {i}, {i}]\n", UNDER_SIZE - 20_000),
     "2 MiB of padding": lambda: TAMPER + filled(lambda i: f"pad{i} = {i}\n", 2 * 1024 * 1024),
 }
 
