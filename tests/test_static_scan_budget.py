@@ -46,9 +46,10 @@ HOSTILE = {
         lambda i: f"def f{i}(x):\n    return f{i + 1}(x) + torch.exp(x)\n", UNDER_SIZE),
     "long attribute chain": lambda: "import torch\nx = torch" + ".a" * (UNDER_SIZE // 2) + "\n",
     "deeply nested expression": lambda: "x = " + "+".join(["a"] * (UNDER_SIZE // 2)) + "\n",
-    "nested functions": lambda: "".join(
+    "nested functions": lambda: "".join(    # ~32 KiB of nesting, then flat statements
         "    " * d + f"def f{d}(x):\n" + "    " * (d + 1) + "global g\n" for d in range(90))
-        + "    " * 90 + "return x\n" + filled(lambda i: f"y{i} = [{i}, {i}, {i}]\n", UNDER_SIZE - 20_000),
+        + "    " * 90 + "return x\n"
+        + filled(lambda i: f"y{i} = [{i}, {i}, {i}]\n", UNDER_SIZE - 40_000),
     "2 MiB of padding": lambda: TAMPER + filled(lambda i: f"pad{i} = {i}\n", 2 * 1024 * 1024),
 }
 
