@@ -290,9 +290,9 @@ def _grade_submission(assignment: Assignment, path: Path, sandbox: Sandbox,
         for qid, qnotes in signature_notes(assignment, loaded.defined).items():
             if qid in result.questions and result.questions[qid].status != QuestionStatus.PASSED:
                 result.questions[qid].notes += qnotes
-        if scan.error:
+        if scan.cut_short:
             result.notes.append("note: your file could not be checked for library shortcuts "
-                                f"({scan.error}); the checks made while it ran still apply")
+                                f"({scan.cut_short}); the checks made while it ran still apply")
     except MalformedReply as e:
         # The row of a forged reply still carries what the source scan found (tampering).
         return finish(malformed_reply(assignment, shown, e.detail, include_hidden=include_hidden,

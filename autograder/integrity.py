@@ -9,12 +9,15 @@ The assignment's `[integrity] on_tamper` setting chooses: `"zero"` (the default)
 on every question whose cases ran after the tampering code could first run (all of them when it
 can run at import), with case and question status "integrity"; `"flag"` keeps the grades and
 only flags the submission for review.
+
+A source too large or too deep for the scan's budget could not be checked: it is flagged for
+review (a cheater could pad a file to hide tampering) but keeps its points under either setting.
 """
 from __future__ import annotations
 
 from .assignment import Assignment, AssignmentError
 from .results import SubmissionResult
-from .static_scan import INTEGRITY_MESSAGE, ScanResult
+from .static_scan import CUT_SHORT_MESSAGE, INTEGRITY_MESSAGE, ScanResult
 from .status import CaseStatus
 
 ON_TAMPER = ("zero", "flag")
@@ -66,6 +69,8 @@ def apply(result: SubmissionResult, scan: ScanResult | None, policy: str,
           log: CallLog | None = None) -> SubmissionResult:
     """Flag `result` when the scan found tampering; under "zero", take the points of the
     questions it could have affected. Returns `result` (changed in place)."""
+    if scan is not None and scan.cut_short:
+        return _flag_unchecked(result, scan.cut_short, policy)
     if scan is None or not scan.tamper:
         return result
     findings = scan.tamper
@@ -83,4 +88,14 @@ def apply(result: SubmissionResult, scan: ScanResult | None, policy: str,
                 case.status, case.kind = STATUS, STATUS
                 case.message = INTEGRITY_MESSAGE
                 case.hint, case.diagnosis = "", []
+    return result
+
+
+def _flag_unchecked(result: SubmissionResult, reason: str, policy: str) -> SubmissionResult:
+    """The scan was cut short: flag the row for review, take no points."""
+    result.notes.insert(0, f"{CUT_SHORT_MESSAGE} ({reason})")
+    result.integrity = [{"kind": "review", "rule": "scan-cut-short", "line": 0, "code": "",
+                         "target": "", "why": reason}]
+    result.integrity_review = {"on_tamper": policy, "questions": [],
+                               "score_without_penalty": result.score, "scan_cut_short": reason}
     return result

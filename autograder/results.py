@@ -78,7 +78,8 @@ class SubmissionResult:
     notes: list[str] = field(default_factory=list)
     # Tampering with the grader found in the source (static_scan.Finding.to_json), and what it
     # cost: {"on_tamper", "questions" (those given no points under "zero"),
-    # "score_without_penalty"}.
+    # "score_without_penalty"}. A source too large for the scan has one entry, rule
+    # "scan-cut-short", and costs nothing ("scan_cut_short" in the review says why).
     integrity: list[dict] = field(default_factory=list)
     integrity_review: dict | None = None
 

@@ -1,0 +1,53 @@
+"""The fixed cost a scan may take. Submissions may be up to 2 MiB, and the scan runs in the
+trusted grading process, so a hostile file must not be able to stall it. A source over the
+budget is not skipped silently (padding a file would then hide tampering): the scan stops and
+says so (`ScanResult.cut_short`), and the row is flagged for review without losing points."""
+from __future__ import annotations
+
+import time
+
+# Far above any honest exercise file (a few thousand nodes, tens of KiB), far below 2 MiB.
+MAX_SOURCE_CHARS = 1024 * 1024      # checked before parsing: parsing alone costs ~1 s per MiB
+MAX_NODES = 100_000                 # syntax nodes in the module (all cells of a notebook)
+MAX_CPU_SECONDS = 3.0               # CPU time of parsing and analysing, from the first call
+MAX_SNIPPET_CHARS = 100_000          # one constant string run by exec()/eval()
+CHECK_EVERY = 1024                  # nodes between two looks at the clock
+
+
+class ScanCutShort(Exception):
+    """The source is over the budget; the message says which limit, in words for the report."""
+
+
+class Budget:
+    """Counts the syntax nodes the scan visits and the CPU time it has taken."""
+
+    def __init__(self, max_nodes: int | None = None, cpu_seconds: float | None = None):
+        self.max_nodes = MAX_NODES if max_nodes is None else max_nodes
+        self.cpu_seconds = MAX_CPU_SECONDS if cpu_seconds is None else cpu_seconds
+        self.start = time.process_time()
+        self.nodes = 0
+        self.steps = 0
+
+    @staticmethod
+    def check_size(chars: int) -> None:
+        """Before parsing: the whole source's length."""
+        if chars > MAX_SOURCE_CHARS:
+            raise ScanCutShort(f"{chars // 1024} KiB of source, over the "
+                               f"{MAX_SOURCE_CHARS // 1024} KiB the scan reads")
+
+    def node(self) -> None:
+        """One more node in the source model."""
+        self.nodes += 1
+        if self.nodes > self.max_nodes:
+            raise ScanCutShort(f"more than {self.max_nodes:,} syntax nodes")
+        self.step()
+
+    def step(self) -> None:
+        """One more unit of work; every CHECK_EVERY of them, a look at the clock."""
+        self.steps += 1
+        if self.steps % CHECK_EVERY == 0:
+            self.check_time()
+
+    def check_time(self) -> None:
+        if time.process_time() - self.start > self.cpu_seconds:
+            raise ScanCutShort(f"more than {self.cpu_seconds:g} s of CPU time to analyse")
