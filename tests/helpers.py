@@ -107,6 +107,9 @@ def flag_only_assignment(folder: Path, name: str = "attention") -> Path:
     if not dest.exists():
         shutil.copytree(ROOT / "assignments" / name, dest,
                         ignore=shutil.ignore_patterns("__pycache__", "examples"))
-        with open(dest / "assignment.toml", "a") as f:
-            f.write('\n[integrity]\non_tamper = "flag"\n')
+        toml = (dest / "assignment.toml").read_text()
+        for key in ("template", "reference"):   # project-relative paths, made absolute
+            toml = re.sub(rf'^{key} = "(.*)"$', lambda m: f'{key} = "{ROOT / m.group(1)}"',
+                          toml, count=1, flags=re.M)
+        (dest / "assignment.toml").write_text(toml + '\n[integrity]\non_tamper = "flag"\n')
     return dest
