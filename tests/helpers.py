@@ -97,19 +97,27 @@ def snapshot_differences(got, want, path: str = "", tol: tuple | None = None) ->
     return []
 
 
+def copy_assignment(dest: Path, name: str = "attention", extra_toml: str = "") -> Path:
+    """A copy of an assignment folder at `dest` (its example class left out), its
+    project-relative template and reference made absolute, `extra_toml` appended to its
+    assignment.toml: for tests that change an assignment without touching the real one."""
+    import shutil
+
+    shutil.copytree(ROOT / "assignments" / name, dest,
+                    ignore=shutil.ignore_patterns("__pycache__", "examples"))
+    toml = (dest / "assignment.toml").read_text()
+    for key in ("template", "reference"):
+        toml = re.sub(rf'^{key} = "(.*)"$', lambda m: f'{key} = "{ROOT / m.group(1)}"', toml,
+                      count=1, flags=re.M)
+    (dest / "assignment.toml").write_text(toml + extra_toml)
+    return dest
+
+
 def flag_only_assignment(folder: Path, name: str = "attention") -> Path:
     """A copy of an assignment whose integrity policy only flags (`on_tamper = "flag"`), for
     tests of the sandbox itself: their probes use ctypes (System V shared memory, prctl), which
     the source scan rightly flags, and the sandbox's own verdict must show through."""
-    import shutil
-
     dest = Path(folder) / f"{name}-flag-only"
     if not dest.exists():
-        shutil.copytree(ROOT / "assignments" / name, dest,
-                        ignore=shutil.ignore_patterns("__pycache__", "examples"))
-        toml = (dest / "assignment.toml").read_text()
-        for key in ("template", "reference"):   # project-relative paths, made absolute
-            toml = re.sub(rf'^{key} = "(.*)"$', lambda m: f'{key} = "{ROOT / m.group(1)}"',
-                          toml, count=1, flags=re.M)
-        (dest / "assignment.toml").write_text(toml + '\n[integrity]\non_tamper = "flag"\n')
+        copy_assignment(dest, name, '\n[integrity]\non_tamper = "flag"\n')
     return dest

@@ -1,10 +1,8 @@
 """One status vocabulary: the strings of the JSON contract, integrity and the grader's own
 failures kept apart from the student's errors, and every output showing them."""
 import json
-import re
-import shutil
 
-from helpers import ROOT
+from helpers import ROOT, copy_assignment
 
 from autograder.assignment import load_assignment
 from autograder.feedback import question_lines, summary_table
@@ -54,18 +52,8 @@ def test_flagged_and_internal_rows_in_the_terminal_and_json():
 def test_a_grader_failure_is_an_internal_error_with_its_message(tmp_path):
     """A missing snapshot is the instructor's problem: the reference itself gets the internal
     status on those cases, with the reason, never the student's `error`."""
-    src = ROOT / "assignments" / "attention"
-    dest = tmp_path / "assignments" / "attention_copy"
-    shutil.copytree(src / "tests", dest / "tests")
-    shutil.copytree(src / "snapshots", dest / "snapshots")
-    shutil.copy(src / "mistakes.py", dest / "mistakes.py")
+    dest = copy_assignment(tmp_path / "assignments" / "attention_copy")
     (dest / "snapshots" / "softmax.json").unlink()
-    toml = (src / "assignment.toml").read_text()
-    toml = re.sub(r'^template = .*$', f'template = "{ROOT / "student_template/attention.py"}"',
-                  toml, flags=re.M)
-    toml = re.sub(r'^reference = .*$', f'reference = "{ROOT / "reference/attention.py"}"', toml,
-                  flags=re.M)
-    (dest / "assignment.toml").write_text(toml)
     result = check_in_process(load_assignment(dest), ROOT / "reference" / "attention.py",
                               questions=["softmax", "attention"])
     softmax = result.questions["softmax"]

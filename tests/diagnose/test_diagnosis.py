@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import ROOT, SUBMISSIONS, read_header, run_cli
+from helpers import ROOT, SUBMISSIONS, copy_assignment, read_header, run_cli
 
 from autograder import diagnose
 from autograder.assignment import load_assignment
@@ -112,16 +112,7 @@ def test_engine_has_no_assignment_specific_code(assignment):
 
 def _assignment_with_catalogue(tmp_path: Path, catalogue_source: str):
     """A copy of the attention assignment whose mistakes.py is `catalogue_source`."""
-    src = ROOT / "assignments" / "attention"
-    dest = tmp_path / "assignments" / "attention_copy"
-    shutil.copytree(src / "tests", dest / "tests")
-    shutil.copytree(src / "snapshots", dest / "snapshots")
-    toml = (src / "assignment.toml").read_text()
-    toml = re.sub(r'^template = .*$', f'template = "{ROOT / "student_template/attention.py"}"',
-                  toml, flags=re.M)
-    toml = re.sub(r'^reference = .*$', f'reference = "{ROOT / "reference/attention.py"}"', toml,
-                  flags=re.M)
-    (dest / "assignment.toml").write_text(toml)
+    dest = copy_assignment(tmp_path / "assignments" / "attention_copy")
     (dest / "mistakes.py").write_text(catalogue_source)
     return load_assignment(dest)
 
