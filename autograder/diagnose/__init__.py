@@ -43,7 +43,7 @@ from .symptoms import (CLOSER, INF, Evidence, Predicate, all_of, any_of, changed
                        equals_expected_transposed, expected_dtype, explains, forbidden_call,
                        gradient_cut, lowered_precision, mixed_precision_error,
                        nan_only_on_large_inputs, non_finite_where_expected_finite, not_,
-                       output_matches_reference, outcomes_match, raised, sums_to_one_along,
+                       output_matches_reference, raised, sums_to_one_along,
                        values_right_dtype_wrong)
 from .variants import CheckRecord, find_matches
 
@@ -57,7 +57,7 @@ __all__ = [
     "CLOSER", "INF", "Evidence", "Predicate", "all_of", "any_of", "changed_input", "distance",
     "equals_expected_transposed", "expected_dtype", "explains", "forbidden_call", "gradient_cut",
     "lowered_precision", "mixed_precision_error", "nan_only_on_large_inputs",
-    "non_finite_where_expected_finite", "not_", "output_matches_reference", "outcomes_match",
+    "non_finite_where_expected_finite", "not_", "output_matches_reference",
     "raised", "sums_to_one_along", "values_right_dtype_wrong",
     # variants
     "CheckRecord", "find_matches",

@@ -181,11 +181,6 @@ def distance(a: dict, b: dict, tolerance: dict | None = None, limit: float = INF
     return max(d, _grad_distance(a, b, tolerance, limit))
 
 
-def outcomes_match(a: dict, b: dict, tolerance: dict | None = None) -> bool:
-    """Do two outcomes of the same call agree within the tolerances?"""
-    return distance(a, b, tolerance) <= 1.0
-
-
 def explains(variant: dict, got: dict, reference: dict, tolerance: dict | None = None,
              far: float | None = None, grads: bool = True) -> bool:
     """Does the variant's outcome account for the student's, far better than the reference?

@@ -48,7 +48,6 @@ _TORCH_TO_NUMPY = {
     torch.float32: "float32", torch.float64: "float64", torch.complex64: "complex64",
     torch.complex128: "complex128",
 }
-_NUMPY_TO_TORCH = {v: k for k, v in _TORCH_TO_NUMPY.items()}
 # NumPy builds `dtype.name` anew at each access; these are looked up.
 _DTYPE_NAMES = {np.dtype(n): n for n in _NUMPY_DTYPES}
 _DTYPES = {n: np.dtype(n) for n in _NUMPY_DTYPES}
