@@ -28,7 +28,7 @@ import sys
 import tempfile
 import time
 
-from . import ipc, mounts, procfs
+from . import ipc, levels, mounts, procfs
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWIPC = 0x08000000
@@ -38,6 +38,10 @@ PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 36, 38
 
 _libc = ctypes.CDLL(None, use_errno=True)
+# What a worker's scratch tmpfs must not hide where it lies under /tmp (a checkout or venv
+# there): the Python installation, and the folder the engine is imported from.
+_KEEP = [*levels.python_dirs(),
+         os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))]
 
 
 def _check(ret: int, what: str) -> None:
@@ -135,7 +139,7 @@ def _become_worker(sock_fd: int, workdir: str, uid: int | None, limits: dict,
         if private["ipc_limits"]:
             ipc.limit_namespace(int(limits["shm_bytes"]))
         if private["scratch"]:
-            mounts.scratch(workdir, int(limits["scratch_bytes"]), uid)
+            mounts.scratch(workdir, int(limits["scratch_bytes"]), uid, keep=_KEEP)
     os.setsid()
     os.chdir(workdir)
     devnull = os.open(os.devnull, os.O_RDWR)

@@ -59,7 +59,8 @@ def protect_this_process(die_with_parent: bool = False) -> None:
 
 # ------------------------------------------------------------------ levels
 
-def _python_dirs() -> list[str]:
+def python_dirs() -> list[str]:
+    """The Python installation's folders, outermost only: what every worker must see."""
     dirs = {sys.prefix, sys.base_prefix, sys.exec_prefix,
             os.path.dirname(os.path.realpath(sys.executable))}
     for p in sys.path:
@@ -94,7 +95,7 @@ def file_view(engine_root: str) -> list[tuple]:
             view.append(("ro-bind", f, f))
     made: set[str] = set()
     engine = Path(engine_root) / "autograder"
-    for d in [*(d for d in _python_dirs() if not d.startswith("/usr/")), str(engine)]:
+    for d in [*(d for d in python_dirs() if not d.startswith("/usr/")), str(engine)]:
         # Parents are created traversable, not listable: the worker's user must reach the
         # interpreter even where the host keeps it under a private home directory.
         for parent in reversed(Path(d).parents):
@@ -175,7 +176,7 @@ def bwrap_works(as_root: bool) -> bool:
 def _world_readable_python() -> bool:
     """An unprivileged user must be able to read the interpreter and its libraries (the folders
     above them are made traversable in the sandbox's own file system, `file_view`)."""
-    for d in _python_dirs():
+    for d in python_dirs():
         try:
             if Path(d).stat().st_mode & 0o005 != 0o005:
                 return False

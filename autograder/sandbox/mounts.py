@@ -37,10 +37,18 @@ def fresh_proc() -> None:
     fresh_proc_at("/proc")
 
 
-def scratch(workdir: str, size_bytes: int, uid: int | None) -> None:
+SCRATCH_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
+
+
+def scratch(workdir: str, size_bytes: int, uid: int | None, keep: list[str] = ()) -> None:
     """One tmpfs of `size_bytes` behind /tmp, /var/tmp, /dev/shm and the working directory
-    (`workdir`, a path under /tmp, made again inside it, private to `uid`)."""
+    (`workdir`, a path under /tmp, made again inside it, private to `uid`). The folders of
+    `keep` that lie under those (a Python installation in /tmp, say: the worker may still
+    import or start it) are bound read-only into the new tmpfs at their paths."""
     flags = MS_NOSUID | MS_NODEV
+    # Held open (O_PATH) before the tmpfs covers them, bound back from /proc/self/fd after.
+    kept = [(d, os.open(d, os.O_PATH | os.O_CLOEXEC)) for d in keep
+            if os.path.isdir(d) and any(d == t or d.startswith(t + "/") for t in SCRATCH_DIRS)]
     mount("tmpfs", "/tmp", "tmpfs", flags, f"size={max(size_bytes, 1 << 20)},mode=0755")
     for sub in ("tmp", "shm"):
         os.mkdir(f"/tmp/{sub}", 0o1777)
@@ -51,6 +59,11 @@ def scratch(workdir: str, size_bytes: int, uid: int | None) -> None:
                   MS_BIND | flags)
     # /tmp itself shows the `tmp` folder of the same file system: one size cap for all four.
     mount("/tmp/tmp", "/tmp", None, MS_BIND | flags)
+    for path, fd in kept:
+        try:
+            _bind(f"/proc/self/fd/{fd}", path, read_only=True)
+        finally:
+            os.close(fd)
     os.mkdir(workdir, 0o700)
     if uid is not None:
         os.chown(workdir, uid, uid)
