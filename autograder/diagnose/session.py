@@ -12,6 +12,7 @@ import numpy as np
 from ..assignment import Assignment, AssignmentError
 from ..sandbox.execute import iter_arrays
 from .catalogue import catalogue_for
+from .fallback import decide
 from .variants import CheckRecord, _Runner, find_matches
 
 _state = threading.local()
@@ -51,8 +52,11 @@ class Session:
                 print(f"autograder: diagnosis disabled: {message}", file=sys.stderr)
             return
         for record, case in self.failed:
+            others = [r for r in self.passed.get(record.function, [])] + \
+                [r for r, _ in self.failed if r.function == record.function]
             try:
                 found = find_matches(runner, record, self.passed)
+                named = decide(runner, record, found, self.passed, others)
             except Exception as e:  # noqa: BLE001 - never let diagnosis change a grade
                 key = f"{type(e).__name__}: {e}"
                 if key not in _warned:
@@ -60,9 +64,9 @@ class Session:
                     print(f"autograder: diagnosis of {record.function} failed: {key}",
                           file=sys.stderr)
                 continue
-            if len(found) == 1:
-                case.diagnosis = [found[0].id]
-                case.hint = found[0].text()
+            if named is not None:
+                case.diagnosis = named.ids
+                case.hint = named.text
 
 
 # What one submission's records may hold of the student's outcomes, whatever they return: a

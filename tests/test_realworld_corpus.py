@@ -1,0 +1,145 @@
+"""Real-world-style submissions (tests/submissions/realworld): fixed-rank code, `mask=None` not
+handled, two mistakes in one layer norm, values off by a constant factor, a softmax over a fixed
+axis. Each file's header says what it loses and keeps and which causes may be named; feedback
+must name a cause of the right kind on the lost questions and never a wrong one."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from helpers import SUBMISSIONS, assert_loses_and_keeps, id_list, read_header
+
+from autograder import diagnose
+from autograder.assignment import load_assignment
+from autograder.diagnose import Catalogue
+from autograder.diagnose.patterns import line_assumption
+from autograder.diagnose.realworld import TARGET, evaluate_realworld, expected_causes
+from autograder.grade import grade_submission
+from autograder.render import render_question
+
+REALWORLD = sorted((SUBMISSIONS / "realworld").glob("*.py"))
+QUESTIONS = {"attention": ["softmax", "attention", "mask", "split_heads", "multi_head", "block"]}
+QUESTIONS["attention_numpy"] = QUESTIONS["attention"] + ["concepts"]
+
+
+def _track(path: Path) -> str:
+    return read_header(path).get("assignment") or "attention"
+
+
+@pytest.fixture(scope="module")
+def assignments():
+    return {name: load_assignment(name) for name in QUESTIONS}
+
+
+@pytest.fixture(scope="module")
+def graded(assignments, sandbox):
+    cache: dict[tuple[str, str], object] = {}
+
+    def grade(track: str, path: Path):
+        key = (track, str(path))
+        if key not in cache:
+            cache[key] = grade_submission(assignments[track], Path(path), sandbox)
+        return cache[key]
+
+    figures = evaluate_realworld(SUBMISSIONS, grade)
+    return figures, {Path(p).name: r for (_, p), r in cache.items()}
+
+
+def test_corpus_covers_both_tracks_and_every_class():
+    assert len(REALWORLD) >= 15
+    tracks = {_track(p) for p in REALWORLD}
+    assert tracks == {"attention", "attention_numpy"}
+    causes = set().union(*(expected_causes(read_header(p)) for p in REALWORLD))
+    assert {"fixed_rank", "mask_none_unhandled", "unbiased_variance", "eps_outside_sqrt",
+            "off_by_constant_factor", "softmax_fixed_axis"} <= causes
+
+
+@pytest.mark.parametrize("path", REALWORLD, ids=lambda p: p.stem)
+def test_headers_name_causes_the_track_knows(path, assignments):
+    header = read_header(path)
+    known = set(diagnose.catalogue_for(assignments[_track(path)]).mistakes)
+    want = expected_causes(header)
+    assert want and want <= known, want - known
+    assert id_list(header["loses"]), "a real-world submission loses something"
+
+
+@pytest.mark.parametrize("path", REALWORLD, ids=lambda p: p.stem)
+def test_submission_loses_its_questions_and_names_only_its_causes(path, graded):
+    _, results = graded
+    header = read_header(path)
+    result = results[path.name]
+    loses = assert_loses_and_keeps(result, header, QUESTIONS[_track(path)])
+    want = expected_causes(header)
+    named = diagnose.diagnoses(result)
+    assert named and named <= want, f"{path.name}: named {named}, expected within {want}"
+    # The first lost question names a cause under its first failing case.
+    first = result.questions[loses[0]]
+    failing = [c for c in first.cases if c.status != "passed"]
+    assert failing[0].diagnosis and set(failing[0].diagnosis) <= want, failing[0].message
+
+
+def test_both_tracks_meet_the_targets(graded):
+    figures, _ = graded
+    assert set(figures) == {"attention", "attention_numpy"}
+    for f in figures.values():
+        assert f.lost >= 5 and f.correct_files >= 2, f.report()
+        assert f.share >= TARGET, f.report(verbose=True)
+        assert not f.wrong, f.report()
+        assert f.meets()
+
+
+def test_fixed_rank_feedback_says_what_the_code_assumes_and_what_to_do(graded):
+    _, results = graded
+    q = results["batched_only_split_heads.py"].questions["split_heads"]
+    view = render_question(q)
+    first = view.failing[0]
+    assert "code written for one number of dimensions" in first.hint
+    assert "fails on 2-D inputs and runs on 3-D ones" in first.hint
+    assert "unpacks the shape into a fixed number of names" in first.hint
+    assert "any number of leading dimensions" in first.hint
+    assert "transpose(-2, -1)" in first.hint and "*x.shape[:-1]" in first.hint
+    # Shown once per question, under the first failing case, in every output.
+    assert q.feedback().count("any number of leading dimensions") == 1
+    numpy = render_question(results["numpy_unbatched_split_heads.py"].questions["split_heads"])
+    assert "np.swapaxes(k, -2, -1)" in numpy.failing[0].hint
+
+
+def test_two_mistakes_are_named_together_only_where_neither_explains_alone(graded):
+    _, results = graded
+    for name in ("annotated_layer_norm.py", "numpy_annotated_layer_norm.py"):
+        cases = [c for c in results[name].questions["block"].cases if c.diagnosis]
+        both = [c for c in cases if set(c.diagnosis) == {"unbiased_variance", "eps_outside_sqrt"}]
+        assert both, name
+        assert all(c.hint.startswith("likely mistakes, both together") for c in both)
+
+
+def test_mask_none_and_constant_factor_hints(graded):
+    _, results = graded
+    attention = results["where_mask_none.py"].questions["attention"]
+    assert all(c.diagnosis == ["mask_none_unhandled"] for c in attention.cases
+               if c.status != "passed")
+    ln = results["layer_norm_std_times_eps.py"].questions["block"]
+    hints = [c.hint for c in ln.cases if c.diagnosis]
+    assert any("about 10^5 times larger" in h for h in hints), hints
+
+
+@pytest.mark.parametrize("line, assumes", [
+    ("B, T, C = x.shape", True), ("b, t, e = x.size()", True),
+    ("scores = q @ k.transpose(1, 2)", True), ("x = x.permute(0, 2, 1, 3)", True),
+    ("y = y.view(B, T, C)", True), ("s = torch.bmm(q, k)", True),
+    ("m = torch.max(x, 1, keepdim=True)[0]", True), ("x.transpose(0, 2, 1)", True),
+    ("scores = q @ k.transpose(-2, -1)", False), ("*lead, T, d = x.shape", False),
+    ("x.reshape(*x.shape[:-1], n_heads, d_head)", False), ("e.sum(dim=-1, keepdim=True)", False),
+])
+def test_line_assumptions(line, assumes):
+    assert bool(line_assumption(line)) is assumes
+
+
+def test_catalogue_checks_combinations_and_reports_leave_them_out(assignments):
+    c = Catalogue()
+    c.combination(("a_mistake", "another"), "layer_norm")(lambda ref, x: x)
+    assert any("unknown mistakes" in p for p in c.problems())
+    described = diagnose.describe_mistakes(assignments["attention"])
+    assert "unbiased_variance" in described and "fixed_rank" in described
+    assert not any("__" in k for k in described)
