@@ -56,7 +56,7 @@ _LINE_PATTERNS: list[tuple[re.Pattern, str]] = [
      "uses an operation written for one number of dimensions (bmm, or einsum with fixed "
      "letters)"),
     (re.compile(r"\.shape\[\s*\d|\.size\(\s*\d|\b(dim|axis)\s*=\s*\d"
-                r"|\.(sum|max|min|amax|amin|mean|var|std|argmax|softmax|unsqueeze|squeeze)\(\s*\d"
+                r"|\.(sum|max|min|amax|amin|mean|var|std|argmax|unsqueeze|squeeze)\(\s*\d"
                 r"|\b(torch|np)\.(sum|max|min|amax|amin|mean|var|std)\(\s*[^,()]+,\s*\d"),
      "picks dimensions by their position from the front"),
 ]
