@@ -49,28 +49,46 @@ def _within_tolerance(runner: "_Runner", m: Mistake, record: "CheckRecord") -> b
     return False
 
 
+def _combination_explains(runner: "_Runner", m: Mistake, record: "CheckRecord",
+                          passed: dict) -> bool:
+    """The combination reproduces this outcome within tolerance and agrees with the passes."""
+    for i, alt in enumerate(m.alternatives):
+        if not runner.affects(alt, record.function):
+            continue
+        out = runner.outcome(m, i, record)
+        if out is not None and distance(out, record.got, record.tolerance) <= 1.0 \
+                and runner.consistent(m, i, passed):
+            return True
+    return False
+
+
+def _needs_both(runner: "_Runner", m: Mistake, record: "CheckRecord", passed: dict) -> bool:
+    """The combination explains this outcome and none of its mistakes does alone."""
+    members = [runner.catalogue.mistakes[i] for i in m.combines]
+    return _combination_explains(runner, m, record, passed) and \
+        not any(_within_tolerance(runner, x, record) for x in members if x.alternatives)
+
+
 def _combination(runner: "_Runner", record: "CheckRecord", found: list[Mistake],
-                 passed: dict) -> Named | None:
+                 passed: dict, others: list["CheckRecord"]) -> Named | None:
     mistakes = runner.catalogue.mistakes
     for m in mistakes.values():
         if not m.combines or (m.questions and record.question not in m.questions):
             continue
         if not any(runner.affects(alt, record.function) for alt in m.alternatives):
             continue
-        members = [mistakes[i] for i in m.combines]
-        # Neither alone explains it (a lone match within tolerance is the better name), and
-        # nothing outside the combination was found.
         if any(f.id not in m.combines for f in found):
+            continue        # something outside the combination fits: not this one
+        # Named where both are needed to explain the case, and also on the function's other
+        # cases the combination explains (where one alone would do, e.g. where eps is below
+        # float32's tolerance) once some case of the function needs both.
+        if not _combination_explains(runner, m, record, passed):
             continue
-        if any(_within_tolerance(runner, x, record) for x in members if x.alternatives):
+        if not (_needs_both(runner, m, record, passed)
+                or any(r is not record and r.far > 1.0 and r.got.get("status") == "ok"
+                       and _needs_both(runner, m, r, passed) for r in others)):
             continue
-        if not any(runner.affects(alt, record.function)
-                   and runner.outcome(m, i, record) is not None
-                   and distance(runner.outcome(m, i, record), record.got,
-                                record.tolerance) <= 1.0
-                   and runner.consistent(m, i, passed)
-                   for i, alt in enumerate(m.alternatives)):
-            continue
+        members = [mistakes[i] for i in m.combines]
         text = "likely mistakes, both together: " + "; and ".join(x.name for x in members) \
             + ". " + " ".join(x.hint for x in members)
         return Named(list(m.combines), text)
@@ -112,7 +130,7 @@ def decide(runner: "_Runner", record: "CheckRecord", found: list[Mistake], passe
     """The mistake(s) to name on this failing case, or None to leave the message alone."""
     if record.got.get("status") in ("not_implemented", "memory") or record.far <= 1.0:
         return None
-    combined = _combination(runner, record, found, passed)
+    combined = _combination(runner, record, found, passed, others)
     if combined is not None:
         return combined
     if len(found) == 1:
