@@ -149,3 +149,49 @@ def test_catalogue_checks_combinations_and_reports_leave_them_out(assignments):
     described = diagnose.describe_mistakes(assignments["attention"])
     assert "unbiased_variance" in described and "fixed_rank" in described
     assert not any("__" in k for k in described)
+
+
+# ------------------------------------------------------------------ the predicates, conservative
+
+def _record(ndim: int, status: str = "ok", message: str = "", code: str = "", mask=None):
+    import torch
+    from types import SimpleNamespace
+    got = {"status": status, "error": {"type": "ValueError", "message": message, "code": code}}
+    return SimpleNamespace(args=(torch.zeros((2,) * ndim),), kwargs={"mask": mask}, got=got)
+
+
+def _evidence(me, others):
+    from autograder.diagnose.fallback import CaseEvidence
+    return CaseEvidence("q", "f", me.args, me.kwargs, {}, me.got, False, {},
+                        others=tuple([me, *others]))
+
+
+def test_fixed_rank_needs_a_rank_error_or_a_rank_that_runs():
+    from autograder.diagnose import fixed_rank
+    unpack = _record(2, "error", "not enough values to unpack (expected 3, got 2)",
+                     "B, T, C = x.shape")
+    assert fixed_rank(_evidence(unpack, [_record(3)]))
+    assert fixed_rank(_evidence(unpack, []))        # the message says it is about the rank
+    # The same rank runs in another case: the error is not about the number of dimensions.
+    assert not fixed_rank(_evidence(unpack, [_record(2)]))
+    # A line that does not index dimensions by position: no claim about what it assumes.
+    assert not fixed_rank(_evidence(_record(2, "error", "not enough values to unpack",
+                                            "a, b, c = parts"), [_record(3)]))
+    # A size error may have other causes: only with a rank that runs.
+    size = _record(3, "error", "shape '[2, 2, 4, 1]' is invalid for input of size 8",
+                   "x.view(B, T, H, D)")
+    assert not fixed_rank(_evidence(size, [_record(3, "error", "is invalid for input of size")]))
+    assert fixed_rank(_evidence(size, [_record(2)]))
+
+
+def test_none_unhandled_needs_every_unmasked_case_to_fail_and_a_masked_one_to_run():
+    import torch
+    from autograder.diagnose import none_unhandled
+    rule = none_unhandled("mask", 3)
+    fails = _record(3, "error", "where(): argument 'condition' must be Tensor, not NoneType",
+                    "scores = torch.where(mask, -inf, scores)")
+    fails.got["error"]["type"] = "TypeError"
+    masked = _record(3, mask=torch.ones(2, 2, dtype=torch.bool))
+    assert rule(_evidence(fails, [masked]))
+    assert not rule(_evidence(fails, []))                   # no masked case ran
+    assert not rule(_evidence(fails, [masked, _record(3)]))  # an unmasked case runs
