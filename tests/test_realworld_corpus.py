@@ -195,3 +195,21 @@ def test_none_unhandled_needs_every_unmasked_case_to_fail_and_a_masked_one_to_ru
     assert rule(_evidence(fails, [masked]))
     assert not rule(_evidence(fails, []))                   # no masked case ran
     assert not rule(_evidence(fails, [masked, _record(3)]))  # an unmasked case runs
+
+
+def test_fixed_rank_in_a_helper_needs_the_helper_to_fail_at_the_same_line():
+    from autograder.diagnose import fixed_rank
+    from autograder.diagnose.fallback import CaseEvidence
+    line = "scores = q @ k.transpose(0, 1)"
+    message = "The size of tensor a (3) must match the size of tensor b (2)"
+    me = _record(3, "error", message, line)
+    helper_fails = _record(3, "error", message, line)
+
+    def ev(helper):
+        return CaseEvidence("q", "f", me.args, me.kwargs, {}, me.got, False, {},
+                            others=(me,), helper=tuple(helper))
+
+    assert fixed_rank(ev([_record(2), helper_fails]))
+    assert not fixed_rank(ev([_record(2)]))                              # helper never fails
+    assert not fixed_rank(ev([helper_fails]))                            # helper never runs
+    assert not fixed_rank(ev([_record(2), _record(3, "error", message, "other = line")]))

@@ -30,6 +30,9 @@ class CaseEvidence(Evidence):
     """Evidence plus the other checks of the same function in this submission."""
 
     others: tuple = ()      # CheckRecords (passed and failed), this one included
+    # The CheckRecords of the assignment's function the failing line is in, when that is
+    # another one (a helper the student wrote: their attention inside their multi-head).
+    helper: tuple = ()
 
 
 @dataclass
@@ -95,10 +98,11 @@ def _combination(runner: "_Runner", record: "CheckRecord", found: list[Mistake],
     return None
 
 
-def _fallback(runner: "_Runner", record: "CheckRecord", others: list["CheckRecord"]) -> \
-        Named | None:
+def _fallback(runner: "_Runner", record: "CheckRecord", others: list["CheckRecord"],
+              helper: list["CheckRecord"]) -> Named | None:
     ev = CaseEvidence(**{f.name: getattr(record.evidence(), f.name)
-                         for f in dataclasses.fields(Evidence)}, others=tuple(others))
+                         for f in dataclasses.fields(Evidence)}, others=tuple(others),
+                      helper=tuple(helper))
     hits = []
     for m in runner.catalogue.mistakes.values():
         if not m.fallback or m.combines or m.when is None:
@@ -126,7 +130,7 @@ def _fallback(runner: "_Runner", record: "CheckRecord", others: list["CheckRecor
 
 
 def decide(runner: "_Runner", record: "CheckRecord", found: list[Mistake], passed: dict,
-           others: list["CheckRecord"]) -> Named | None:
+           others: list["CheckRecord"], helper: list["CheckRecord"] = ()) -> Named | None:
     """The mistake(s) to name on this failing case, or None to leave the message alone."""
     if record.got.get("status") in ("not_implemented", "memory") or record.far <= 1.0:
         return None
@@ -137,4 +141,4 @@ def decide(runner: "_Runner", record: "CheckRecord", found: list[Mistake], passe
         return Named([found[0].id], found[0].text())
     if found:
         return None     # several known mistakes fit: say nothing rather than guess
-    return _fallback(runner, record, others)
+    return _fallback(runner, record, others, list(helper))

@@ -83,10 +83,10 @@ def line_assumption(code: str) -> str:
     return ""
 
 
-def _ranks(ev: Any) -> tuple[set[int], set[int]]:
+def _ranks(ev: Any, records: str = "others") -> tuple[set[int], set[int]]:
     """(ranks on which the function ran, ranks on which it only ever failed with an error)."""
     ran, failed = set(), set()
-    for r in getattr(ev, "others", ()):
+    for r in getattr(ev, records, ()):
         n = rank(r)
         if n is None:
             continue
@@ -109,7 +109,16 @@ def fixed_rank(ev: Evidence) -> bool:
         return False        # this rank runs elsewhere: the error is not about the rank
     if _RANK_ERRORS.search(message):
         return True
-    return bool(_SIZE_ERRORS.search(message)) and bool(ran)
+    if not _SIZE_ERRORS.search(message):
+        return False
+    if ran:
+        return True
+    # The line is in a helper of the assignment (the student's attention inside their
+    # multi-head): its own cases must run on one rank and fail at this same line on another.
+    h_ran, h_failed = _ranks(ev, "helper")
+    same_line = any(str((r.got.get("error") or {}).get("code") or "") == code
+                    for r in getattr(ev, "helper", ()) if r.got.get("status") == "error")
+    return bool(h_ran) and bool(h_failed) and same_line
 
 
 def _dims(ranks: set[int]) -> str:
@@ -124,6 +133,10 @@ def fixed_rank_detail(ev: Evidence) -> str:
         f"`{ev.function}` fails on these inputs"
     if ran:
         where += f" and runs on {_dims(ran)} ones"
+    h_ran, h_failed = _ranks(ev, "helper")
+    if not ran and h_ran and h_failed and getattr(ev, "helper", ()):
+        where += (f"; the failing line is in your `{ev.helper[0].function}`,"
+                  f" which runs on {_dims(h_ran)} inputs and fails on {_dims(h_failed)} ones")
     return f"{where}: the failing line {what}, so it works for one number of dimensions only."
 
 
