@@ -95,7 +95,7 @@ def test_fixed_rank_feedback_says_what_the_code_assumes_and_what_to_do(graded):
     view = render_question(q)
     first = view.failing[0]
     assert "code written for one number of dimensions" in first.hint
-    assert "fails on 2-D inputs and runs on 3-D ones" in first.hint
+    assert "fails on 2-D inputs and passes on 3-D ones" in first.hint
     assert "unpacks the shape into a fixed number of names" in first.hint
     assert "any number of leading dimensions" in first.hint
     assert "transpose(-2, -1)" in first.hint and "*x.shape[:-1]" in first.hint
@@ -157,7 +157,8 @@ def _record(ndim: int, status: str = "ok", message: str = "", code: str = "", ma
     import torch
     from types import SimpleNamespace
     got = {"status": status, "error": {"type": "ValueError", "message": message, "code": code}}
-    return SimpleNamespace(args=(torch.zeros((2,) * ndim),), kwargs={"mask": mask}, got=got)
+    return SimpleNamespace(args=(torch.zeros((2,) * ndim),), kwargs={"mask": mask}, got=got,
+                           far=0.0 if status == "ok" else float("inf"))
 
 
 def _evidence(me, others):
@@ -172,8 +173,12 @@ def test_fixed_rank_needs_a_rank_error_or_a_rank_that_runs():
                      "B, T, C = x.shape")
     assert fixed_rank(_evidence(unpack, [_record(3)]))
     assert fixed_rank(_evidence(unpack, []))        # the message says it is about the rank
-    # The same rank runs in another case: the error is not about the number of dimensions.
+    # The same rank passes in another case: the error is not about the number of dimensions.
     assert not fixed_rank(_evidence(unpack, [_record(2)]))
+    # ... but a case of that rank that runs and fails does not clear it.
+    wrong_shape = _record(2)
+    wrong_shape.far = 50.0
+    assert fixed_rank(_evidence(unpack, [wrong_shape, _record(3)]))
     # A line that does not index dimensions by position: no claim about what it assumes.
     assert not fixed_rank(_evidence(_record(2, "error", "not enough values to unpack",
                                             "a, b, c = parts"), [_record(3)]))

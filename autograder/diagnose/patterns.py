@@ -4,7 +4,7 @@ submission (`ev.others`) and the student's failing line (`ev.got["error"]["code"
 
 * `fixed_rank` / `fixed_rank_detail`: code written for one number of dimensions (unpacking the
   shape, positive axes, sizes captured by position, 3-D-only operations), seen from a shape
-  error at such a line and, where the cases allow, from ranks that run against ranks that fail;
+  error at such a line and, where the cases allow, from ranks that pass against ranks that fail;
 * `none_unhandled(param)`: an optional argument left at None reaches an operation that needs a
   tensor, on every case without it, while cases that pass it run;
 * `off_by_constant_factor` / `factor_detail`: the right pattern of values, scaled by a large
@@ -37,7 +37,7 @@ _RANK_ERRORS = re.compile(
     r"|must be a 3d tensor|expected 3d|expected 3-dimensional|batch1 must be|batch2 must be"
     r"|does not match the number of dimensions|einstein sum subscripts|than subscripts given")
 # Shape errors that a fixed-rank line causes on another rank, among other causes: these need
-# the cases' ranks as well (fails on one, runs on another).
+# the cases' ranks as well (fails on one, passes on another).
 _SIZE_ERRORS = re.compile(
     r"is invalid for input of size|cannot reshape array of size|must match the size of tensor"
     r"|cannot be multiplied|mismatch in its core dimension|could not be broadcast"
@@ -84,20 +84,24 @@ def line_assumption(code: str) -> str:
 
 
 def _ranks(ev: Any, records: str = "others") -> tuple[set[int], set[int]]:
-    """(ranks on which the function ran, ranks on which it only ever failed with an error)."""
+    """(ranks on which some case of the function passed, ranks on which none did and some
+    raised an error). Passing: the call ran and matched the reference (output, gradients)."""
     ran, failed = set(), set()
     for r in getattr(ev, records, ()):
         n = rank(r)
         if n is None:
             continue
-        (ran if r.got.get("status") == "ok" else failed).add(n)
+        if r.got.get("status") == "ok" and r.far <= 1.0:
+            ran.add(n)
+        elif r.got.get("status") == "error":
+            failed.add(n)
     return ran, failed - ran
 
 
 def fixed_rank(ev: Evidence) -> bool:
-    """A shape error at a line that indexes dimensions by position, on a rank the function
-    never runs on; when the error alone does not say it is about the number of dimensions, the
-    function must also run on another rank."""
+    """A shape error at a line that indexes dimensions by position, on a rank on which no case
+    of the function passes; when the error alone does not say it is about the number of
+    dimensions, some case of another rank must also pass."""
     if ev.got.get("status") != "error":
         return False
     message, code = _error(ev)
@@ -106,7 +110,7 @@ def fixed_rank(ev: Evidence) -> bool:
         return False
     ran, _ = _ranks(ev)
     if me in ran:
-        return False        # this rank runs elsewhere: the error is not about the rank
+        return False        # this rank passes elsewhere: the error is not about the rank
     if _RANK_ERRORS.search(message):
         return True
     if not _SIZE_ERRORS.search(message):
@@ -132,11 +136,11 @@ def fixed_rank_detail(ev: Evidence) -> str:
     where = f"`{ev.function}` fails on {_dims(failed)} inputs" if failed else \
         f"`{ev.function}` fails on these inputs"
     if ran:
-        where += f" and runs on {_dims(ran)} ones"
+        where += f" and passes on {_dims(ran)} ones"
     h_ran, h_failed = _ranks(ev, "helper")
     if not ran and h_ran and h_failed and getattr(ev, "helper", ()):
         where += (f"; the failing line is in your `{ev.helper[0].function}`,"
-                  f" which runs on {_dims(h_ran)} inputs and fails on {_dims(h_failed)} ones")
+                  f" which passes on {_dims(h_ran)} inputs and fails on {_dims(h_failed)} ones")
     return f"{where}: the failing line {what}, so it works for one number of dimensions only."
 
 
