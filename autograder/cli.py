@@ -239,8 +239,17 @@ def cmd_diagnose_eval(args) -> int:
     except SandboxError as e:
         print(f"autograder: {e}", file=sys.stderr)
         return 3
+    from .diagnose.realworld import evaluate_realworld
+    tracks = {assignment.name: assignment}
+
+    def grade_on(track: str, path: Path):
+        if track not in tracks:
+            tracks[track] = load_assignment(track)
+        return grade_submission(tracks[track], path, sandbox)
+
     try:
         result = evaluate(corpus, lambda f: grade_submission(assignment, f, sandbox))
+        realworld = evaluate_realworld(corpus, grade_on)
     finally:
         sandbox.close()
     print(f"diagnosis of known mistakes, {assignment.name}, corpus {args.corpus}")
@@ -249,7 +258,10 @@ def cmd_diagnose_eval(args) -> int:
         print("\nvariants that raised (expected for mistakes that crash; else a catalogue bug):")
         for (mistake, fn), err in sorted(result.variant_errors.items()):
             print(f"  {mistake} in {fn}: {err[:100]}")
-    return 0 if result.meets() else 1
+    for figures in realworld.values():     # every track, whichever assignment was asked for
+        print()
+        print(figures.report(verbose=args.verbose))
+    return 0 if result.meets() and all(f.meets() for f in realworld.values()) else 1
 
 
 def cmd_benchmark(args) -> int:

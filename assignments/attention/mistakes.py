@@ -16,11 +16,13 @@ import warnings
 import torch
 import torch.nn.functional as F
 
-from autograder.diagnose import (Catalogue, all_of, any_of, changed_input,
-                                 equals_expected_transposed, expected_dtype, forbidden_call,
-                                 gradient_cut, lowered_precision, mixed_precision_error,
-                                 nan_only_on_large_inputs, sums_to_one_along,
-                                 values_right_dtype_wrong)
+from autograder.diagnose import (Catalogue, all_of, any_of, axis_detail, changed_input,
+                                 equals_expected_transposed, expected_dtype, factor_detail,
+                                 fixed_rank, fixed_rank_detail, forbidden_call, gradient_cut,
+                                 lowered_precision, mixed_precision_error,
+                                 nan_only_on_large_inputs, none_unhandled,
+                                 normalised_along_other_axis, off_by_constant_factor,
+                                 sums_to_one_along, values_right_dtype_wrong)
 
 catalogue = Catalogue()
 mistake = catalogue.variant
@@ -522,3 +524,47 @@ catalogue.rule(
     "library_shortcut", when=forbidden_call,
     name="the library version called instead of your own",
     hint="This question asks you to write the operation from basic tensor operations.")
+
+
+# ------------------------------------------------------------------ two mistakes together
+
+@catalogue.combination(("unbiased_variance", "eps_outside_sqrt"), "layer_norm")
+def _(ref, x, gamma, beta, eps=1e-5):
+    return _layer_norm(x, gamma, beta, x.var(dim=-1, keepdim=True), eps, outside=True)
+
+
+# ------------------------------------------------------------------ when nothing else fits
+# Fallback rules: tried only when no mistake above explains a case. They read the function's
+# other cases (which ranks run, which fail and how) and the failing line.
+
+_MASKED = ["scaled_dot_product_attention", "multi_head_attention", "transformer_block"]
+
+catalogue.fallback_rule(
+    "fixed_rank", when=fixed_rank, detail=fixed_rank_detail,
+    name="code written for one number of dimensions",
+    hint="Every function must accept any number of leading dimensions, (T, d) as well as "
+         "(B, T, d) or (B, H, T, d). Count dimensions from the end: `x.shape[-1]`, "
+         "`k.transpose(-2, -1)`, `*lead, T, d = x.shape` (or `x.shape[:-1]`) instead of "
+         "`B, T, C = x.shape`, and `x.reshape(*x.shape[:-1], n_heads, d_head)` instead of "
+         "`view(B, T, H, D)`; use `@` rather than `bmm`.")
+
+catalogue.fallback_rule(
+    "mask_none_unhandled", functions=_MASKED, when=none_unhandled("mask", 3),
+    name="`mask=None` is not handled",
+    hint="Every case without a mask fails while the masked ones run: with `mask=None`, skip "
+         "the masking step (`if mask is not None: scores = scores.masked_fill(mask, "
+         "float('-inf'))`) instead of passing None to `masked_fill` or `torch.where`.")
+
+catalogue.fallback_rule(
+    "off_by_constant_factor", when=off_by_constant_factor, detail=factor_detail,
+    name="values off by a large constant factor",
+    hint="A factor this size usually comes from a small constant used the wrong way: check "
+         "every place a constant such as eps enters the formula, e.g. `std + eps`, not "
+         "`std * eps`, and multiplications that should be divisions.")
+
+catalogue.fallback_rule(
+    "softmax_fixed_axis", functions=["softmax"],
+    when=normalised_along_other_axis("dim", 1), detail=axis_detail("dim", 1),
+    name="softmax normalises along a fixed axis",
+    hint="Use the `dim` argument everywhere an axis appears: "
+         "`x.amax(dim=dim, keepdim=True)` and `e.sum(dim=dim, keepdim=True)`.")

@@ -27,6 +27,10 @@ The modules, by audience (everything public is importable from this package too)
 * `variants`: the engine: `CheckRecord` (one check), running variants with their caches,
   `find_matches`.
 * `session`: for the grader: the per-submission `Session` and `note_check`.
+* `patterns`: for authors writing fallback rules: symptoms across a function's cases and at
+  the student's failing line (fixed-rank code, an unhandled None, a constant factor, another
+  axis).
+* `fallback`: combinations of two mistakes, and fallback rules when nothing else matches.
 * `evaluate`: for `autograder diagnose-eval`: the corpus evaluation.
 
 This package imports torch; the class-level figures (`diagnoses`, `mistake_counts`) live in
@@ -46,6 +50,8 @@ from .symptoms import (CLOSER, INF, Evidence, Predicate, all_of, any_of, changed
                        output_matches_reference, raised, sums_to_one_along,
                        values_right_dtype_wrong)
 from .variants import CheckRecord, find_matches
+from .patterns import (axis_detail, factor_detail, fixed_rank, fixed_rank_detail,
+                       none_unhandled, normalised_along_other_axis, off_by_constant_factor)
 
 __all__ = [
     # class-level figures (autograder.results)
@@ -61,6 +67,9 @@ __all__ = [
     "raised", "sums_to_one_along", "values_right_dtype_wrong",
     # variants
     "CheckRecord", "find_matches",
+    # fallback rules' symptoms
+    "axis_detail", "factor_detail", "fixed_rank", "fixed_rank_detail", "none_unhandled",
+    "normalised_along_other_axis", "off_by_constant_factor",
     # one submission
     "KEPT_BYTES", "RECORD_FACTOR", "RECORD_FLOOR", "Session", "note_check", "outcome_bytes",
     # corpus evaluation

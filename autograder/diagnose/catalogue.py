@@ -29,6 +29,12 @@ class Mistake:
     when: Predicate | None = None
     functions: tuple[str, ...] | None = None     # rules only: the functions it applies to
     questions: tuple[str, ...] | None = None
+    # Consulted only when no other mistake explains a case (autograder.diagnose.fallback):
+    # rules from the evidence across a function's cases and its failing line, and
+    # combinations of two mistakes (`combines`, their ids) that only together explain it.
+    fallback: bool = False
+    combines: tuple[str, ...] = ()
+    detail: Callable | None = None      # Evidence -> str: this case's specifics, or ""
 
     def text(self) -> str:
         """The line shown next to a failing case."""
@@ -91,9 +97,32 @@ class Catalogue:
         m.functions = tuple(functions) if functions else None
         return m
 
+    def fallback_rule(self, id: str, *, name: str, hint: str, when: Predicate,
+                      detail: Callable | None = None, functions: Iterable[str] | None = None,
+                      questions: Iterable[str] | None = None) -> Mistake:
+        """A rule tried only when no other mistake explains a case; `when` and `detail` may
+        read the function's other cases (`ev.others`, see autograder.diagnose.fallback)."""
+        m = self.rule(id, name=name, hint=hint, when=when, functions=functions,
+                      questions=questions)
+        m.fallback, m.detail = True, detail
+        return m
+
+    def combination(self, ids: Iterable[str], function: str, alternative: int = 0) -> Callable:
+        """Decorator: `function` as the mistakes `ids` compute it together, named (both) only
+        when it explains a case that none of them explains alone."""
+        ids = tuple(ids)
+        m = self.mistakes.setdefault("__".join(ids), Mistake("__".join(ids)))
+        m.fallback, m.combines = True, ids
+        return self.variant(m.id, function, alternative=alternative)
+
     def problems(self) -> list[str]:
         out = []
         for m in self.mistakes.values():
+            unknown = [i for i in m.combines if i not in self.mistakes]
+            if unknown:
+                out.append(f"combination {m.id} names unknown mistakes {unknown}")
+            if m.combines:
+                continue
             if not m.name or not m.hint:
                 out.append(f"mistake {m.id} needs a name and a hint")
             if not m.alternatives and m.when is None:
@@ -152,4 +181,5 @@ def describe_mistakes(assignment: Assignment) -> dict[str, dict[str, str]]:
     catalogue = catalogue_for(assignment)
     if catalogue is None:
         return {}
-    return {m.id: {"name": m.name, "hint": m.hint} for m in catalogue.mistakes.values()}
+    return {m.id: {"name": m.name, "hint": m.hint} for m in catalogue.mistakes.values()
+            if not m.combines}

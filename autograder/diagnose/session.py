@@ -12,6 +12,7 @@ import numpy as np
 from ..assignment import Assignment, AssignmentError
 from ..sandbox.execute import iter_arrays
 from .catalogue import catalogue_for
+from .fallback import decide
 from .variants import CheckRecord, _Runner, find_matches
 
 _state = threading.local()
@@ -51,8 +52,12 @@ class Session:
                 print(f"autograder: diagnosis disabled: {message}", file=sys.stderr)
             return
         for record, case in self.failed:
+            others = self._records(record.function)
+            where = (record.got.get("error") or {}).get("function")
+            helper = self._records(where) if where and where != record.function else []
             try:
                 found = find_matches(runner, record, self.passed)
+                named = decide(runner, record, found, self.passed, others, helper)
             except Exception as e:  # noqa: BLE001 - never let diagnosis change a grade
                 key = f"{type(e).__name__}: {e}"
                 if key not in _warned:
@@ -60,9 +65,14 @@ class Session:
                     print(f"autograder: diagnosis of {record.function} failed: {key}",
                           file=sys.stderr)
                 continue
-            if len(found) == 1:
-                case.diagnosis = [found[0].id]
-                case.hint = found[0].text()
+            if named is not None:
+                case.diagnosis = named.ids
+                case.hint = named.text
+
+    def _records(self, function: str) -> list[CheckRecord]:
+        """Every check of `function` in this submission, passed and failed."""
+        return list(self.passed.get(function, [])) + \
+            [r for r, _ in self.failed if r.function == function]
 
 
 # What one submission's records may hold of the student's outcomes, whatever they return: a

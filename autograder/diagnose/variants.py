@@ -275,7 +275,7 @@ def find_matches(runner: _Runner, record: CheckRecord,
     passed = passed or {}
     ev = record.evidence()
     mistakes = [m for m in runner.catalogue.mistakes.values()
-                if not m.questions or record.question in m.questions]
+                if not m.fallback and (not m.questions or record.question in m.questions)]
     candidates = [(m, i) for m in mistakes for i, alt in enumerate(m.alternatives)
                   if runner.affects(alt, record.function)]
     first = runner.outputs_explain(candidates, record) if len(candidates) > 1 else {}
