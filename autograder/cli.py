@@ -74,6 +74,18 @@ def cmd_grade(args) -> int:
         print("autograder: no submissions found", file=sys.stderr)
         return 2
     out = Path(args.out) if args.out else None
+    term = None
+    if args.roster or args.due or args.late_policy:
+        from .gradebook import Term
+        from .roster import RosterError
+
+        try:
+            term = Term(assignment, students, roster=args.roster, due=args.due,
+                        late_policy=args.late_policy, out=out)
+        except RosterError as e:
+            print(f"autograder: {e}", file=sys.stderr)
+            return 2
+        students = term.students
     if out is not None:
         # The reports' libraries load while the grading processes work (this one waits).
         threading.Thread(target=_import_quietly, args=("matplotlib.pyplot", "jinja2"),
@@ -86,10 +98,15 @@ def cmd_grade(args) -> int:
         print(f"autograder: {e}", file=sys.stderr)
         return 3
     except KeyboardInterrupt:
+        if term is not None:
+            term.close()
         kept = f"; the results so far are kept in {out / '.cache'}: run the same command " \
                "again to go on" if out else ""
         print(f"\nautograder: interrupted{kept}", file=sys.stderr)
         return 130
+    extra = term.extra(graded) if term is not None else None
+    if term is not None:
+        term.close()
     results = [g.result for g in graded]
     qids = [q.id for q in assignment.questions if not args.question or q.id in args.question]
     print(summary_table(results, qids))
@@ -106,9 +123,15 @@ def cmd_grade(args) -> int:
             print(submission_text(r))
     if out:
         flags = repository_flags(assignment, graded)
-        files = write_reports(out, assignment, results, flags)
+        files = write_reports(out, assignment, results, flags, extra)
         print(f"wrote {files['csv']}, {files['json']}, {files['html']} and "
               f"{len(results)} feedback files in {files['feedback']}")
+        lms = term.write_lms(out, graded, extra) if term is not None else None
+        if lms is not None:
+            print(f"wrote {lms} (for the LMS gradebook import)")
+    if term is not None:
+        for line in term.summary():
+            print(line)
     if args.json:
         Path(args.json).write_text(json.dumps(results_json(assignment.name, results), indent=2))
         print(f"wrote {args.json}")
@@ -286,6 +309,13 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--out", help="write grades.csv, grades.json, report.html and feedback/ "
                                  "here; results are cached there, so a rerun resumes")
     g.add_argument("--public-only", action="store_true", help="run only the public cases")
+    g.add_argument("--roster", help="class roster: a CSV with identifier and github_username "
+                                    "columns, or a Gradescope export's submission_metadata.yml; "
+                                    "adds the identifier and writes gradebook.csv")
+    g.add_argument("--due", help="due time, ISO 8601 with a zone (2026-12-01T23:59:00+01:00): "
+                                 "grade each git repository's last commit at or before it")
+    g.add_argument("--late-policy", help="accept late commits at a cost, e.g. 10%%/day,max=50%% "
+                                         "(in adjusted_total; needs --due)")
     g.set_defaults(func=cmd_grade)
 
     r = sub.add_parser("classroom", help="one question's public cases as GitHub Classroom "
