@@ -35,6 +35,8 @@ def cmd_check(args) -> int:
         print(f"autograder: {path} not found; copy the template "
               f"({assignment.template.name}) and fill it in", file=sys.stderr)
         return 2
+    if _lint_failed(assignment.root, reference=False):
+        return 2
     result = check_in_process(assignment, path)
     print(f"{assignment.title}: public checks of {path}")
     print(submission_text(result, show_passed=args.verbose))
@@ -42,6 +44,28 @@ def cmd_check(args) -> int:
     print("\nAll public checks pass. Hidden cases are graded after you submit." if passed else
           "\nSome checks fail: read the messages above, fix, and run again.")
     return 0 if passed else 1
+
+
+def _lint_failed(root, **options) -> bool:
+    """Print the assignment's authoring mistakes (lint.py); whether there were any."""
+    from .lint import lint, report
+
+    errors = lint(root, **options)
+    if errors:
+        print(report(errors), file=sys.stderr)
+        print(f"autograder: {len(errors)} authoring problem(s) in {root}; see "
+              "`autograder lint`", file=sys.stderr)
+    return bool(errors)
+
+
+def cmd_lint(args) -> int:
+    from .assignment import find_assignment_root
+
+    root = find_assignment_root(args.assignment)
+    if _lint_failed(root, reference=not args.no_reference):
+        return 1
+    print(f"{root}: no authoring problems found")
+    return 0
 
 
 def _import_quietly(*names: str) -> None:
@@ -191,6 +215,10 @@ def cmd_snapshot(args) -> int:
     from . import cases
     from .runner import grade_functions
 
+    from .assignment import find_assignment_root
+
+    if _lint_failed(find_assignment_root(args.assignment), snapshots=False):
+        return 2
     assignment = load_assignment(args.assignment)
     ref = assignment.load_reference()
     env = {name: getattr(ref, name) for name in assignment.api}
@@ -233,6 +261,8 @@ def cmd_build(args) -> int:
     from .build import BuildError, build_all
 
     assignment = load_assignment(args.assignment)
+    if _lint_failed(assignment.root):
+        return 2
     try:
         built = build_all(assignment, Path(args.out), otter=not args.no_otter)
     except BuildError as e:
@@ -337,6 +367,12 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("snapshot", help="record public expected values from the reference")
     s.add_argument("-a", "--assignment", required=True)
     s.set_defaults(func=cmd_snapshot)
+
+    n = sub.add_parser("lint", help="find authoring mistakes in an assignment (file, line, fix)")
+    n.add_argument("-a", "--assignment", required=True)
+    n.add_argument("--no-reference", action="store_true",
+                   help="do not run the reference (snapshots are only checked to exist)")
+    n.set_defaults(func=cmd_lint)
 
     o = sub.add_parser("build", help="build the student bundle, the Gradescope zip and the "
                                      "otter zip")
