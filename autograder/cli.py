@@ -157,7 +157,10 @@ def cmd_grade(args) -> int:
         for line in term.summary():
             print(line)
     if args.json:
-        Path(args.json).write_text(json.dumps(results_json(assignment.name, results), indent=2))
+        data = results_json(assignment.name, results)
+        for row, more in zip(data["submissions"], extra or []):
+            row.update(more)   # roster identifier, due-date columns
+        Path(args.json).write_text(json.dumps(data, indent=2))
         print(f"wrote {args.json}")
     return 0
 

@@ -42,7 +42,9 @@ SAFE_CONFIG = {
     "core.fsmonitor": "false", "core.hooksPath": "/dev/null", "core.pager": "cat",
     "core.askPass": "", "core.sshCommand": "false", "core.gitProxy": "",
     "core.alternateRefsCommand": "", "core.untrackedCache": "false",
-    "protocol.allow": "never", "log.showSignature": "false", "gpg.program": "false",
+    "protocol.allow": "never", "protocol.ext.allow": "never", "protocol.file.allow": "never",
+    "protocol.ssh.allow": "never", "protocol.http.allow": "never",
+    "protocol.https.allow": "never", "protocol.git.allow": "never", "log.showSignature": "false", "gpg.program": "false",
     "gpg.ssh.program": "false", "gpg.x509.program": "false", "credential.helper": "",
     "diff.external": "", "uploadpack.packObjectsHook": "", "safe.directory": "*",
     "core.quotePath": "false",
@@ -140,6 +142,12 @@ def _check_layout(folder: Path) -> None:
         if os.path.lexists(gitdir / name):
             raise HistoryError(f"the repository's .git/{name} borrows objects from elsewhere; "
                                "its history was not read")
+    # A link here would read someone else's objects or refs (another student's, the
+    # instructor's) as this student's history.
+    for name in ("objects", "refs", "HEAD", "packed-refs", "objects/pack", "objects/info"):
+        if os.path.islink(gitdir / name):
+            raise HistoryError(f"the repository's .git/{name} is a symbolic link; its history "
+                               "was not read")
 
 
 def due_version(folder: Path, due: datetime) -> DueVersion:

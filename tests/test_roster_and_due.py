@@ -176,10 +176,14 @@ def test_a_hostile_git_config_runs_nothing(tmp_path):
     """Every config a student's .git could use to run a program while the grader reads it."""
     repo = make_repo(tmp_path, "r", [(CORRECT, "2026-12-01T10:00:00Z")])
     marker = tmp_path / "pwned"
-    evil = f"sh -c 'touch {marker}'"
+    script = tmp_path / "evil.sh"
+    script.write_text(f"#!/bin/sh\ntouch {marker}\nexit 1\n")
+    script.chmod(0o755)
+    evil = str(script)
     config = repo / ".git" / "config"
     config.write_text(config.read_text() + f"""
 [core]
+    repositoryformatversion = 1
     fsmonitor = {evil}
     hooksPath = hooks
     pager = {evil}
@@ -199,6 +203,8 @@ def test_a_hostile_git_config_runs_nothing(tmp_path):
 [remote "origin"]
     url = ext::{evil}
     promisor = true
+[protocol "ext"]
+    allow = always
 """)
     (repo / ".gitattributes").write_text("*.py diff=x filter=x\n")
     hooks = repo / "hooks"
@@ -206,6 +212,11 @@ def test_a_hostile_git_config_runs_nothing(tmp_path):
     for hook in ("post-checkout", "pre-commit", "reference-transaction"):
         (hooks / hook).write_text(f"#!/bin/sh\ntouch {marker}\n")
         (hooks / hook).chmod(0o755)
+    # The attack is real: plain git, asked for a missing object, runs the "remote".
+    subprocess.run(["git", "cat-file", "blob", "1" * 40], cwd=repo, capture_output=True,
+                   env={"PATH": os.environ["PATH"], "HOME": str(tmp_path)})
+    assert marker.exists()
+    marker.unlink()
     v = git_history.due_version(repo, git_history.parse_due(DUE))
     rel, content = git_history.read_at(repo, v.commit, "attention.py", 2**20, 2**20)
     assert content == CORRECT.read_bytes()
@@ -219,6 +230,15 @@ def test_a_borrowed_object_store_is_not_read(tmp_path):
     repo = make_repo(tmp_path, "r", [(CORRECT, "2026-12-01T10:00:00Z")])
     (repo / ".git" / "objects" / "info" / "alternates").write_text("/elsewhere/objects\n")
     with pytest.raises(git_history.HistoryError, match="borrows"):
+        git_history.due_version(repo, git_history.parse_due(DUE))
+
+
+def test_linked_objects_are_not_read(tmp_path):
+    other = make_repo(tmp_path, "other", [(CORRECT, "2026-12-01T10:00:00Z")])
+    repo = make_repo(tmp_path, "r", [(TEMPLATE, "2026-12-01T10:00:00Z")])
+    shutil.rmtree(repo / ".git" / "objects")
+    (repo / ".git" / "objects").symlink_to(other / ".git" / "objects")
+    with pytest.raises(git_history.HistoryError, match="symbolic link"):
         git_history.due_version(repo, git_history.parse_due(DUE))
 
 
