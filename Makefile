@@ -12,12 +12,14 @@ $(STAMP): pyproject.toml constraints.txt
 	touch $(STAMP)
 
 # bubblewrap gives the strongest sandbox (without it, or without root, grading degrades and
-# says so); chromium lets the tests open the HTML report in a headless browser.
-SYSTEM_PACKAGES := bubblewrap chromium
+# says so); chromium lets the tests open the HTML report in a headless browser; git reads
+# student repositories as of a due date (`grade --due`).
+SYSTEM_PACKAGES := bubblewrap chromium git
 system-deps:
 	@missing=""; \
 	command -v bwrap >/dev/null 2>&1 || missing="$$missing bubblewrap"; \
 	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
+	command -v git >/dev/null 2>&1 || missing="$$missing git"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing \

@@ -310,7 +310,8 @@ class Question:
                 g = g[p]
             name = what if not path else _item_name(self.assignment, labels.function, path)
             problems += checks.compare_tensor(e, g, name, tolerance=self.tolerance,
-                                              large_inputs=large_inputs)
+                                              large_inputs=large_inputs,
+                                              input_dtypes=_float_dtypes(inputs))
             if problems:
                 break
         prop_problems = []
@@ -336,6 +337,12 @@ _SHAPE_ERRORS = ("must match the size", "cannot be multiplied", "size mismatch",
                  # NumPy's words for the same
                  "could not be broadcast", "mismatch in its core dimension",
                  "cannot reshape array", "is out of bounds for array")
+
+
+def _float_dtypes(value: Any) -> set[str]:
+    """The floating-point dtypes of the arrays among a case's inputs."""
+    return {checks.dtype_name(a) for _, a in iter_arrays(value)
+            if checks.dtype_name(a).startswith(("float", "bfloat"))}
 
 
 def _has_numpy(value: Any) -> bool:

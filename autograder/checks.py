@@ -178,8 +178,11 @@ def compare_structure(expected: Any, got: Any, what: str) -> list[Problem]:
 
 def compare_tensor(expected: torch.Tensor | np.ndarray, got: torch.Tensor | np.ndarray,
                    what: str, *, tolerance: dict | None = None,
-                   large_inputs: bool = False) -> list[Problem]:
-    """Shape, dtype, then values (NaN-aware, dtype-aware tolerances); tensors or NumPy arrays."""
+                   large_inputs: bool = False,
+                   input_dtypes: set[str] | None = None) -> list[Problem]:
+    """Shape, dtype, then values (NaN-aware, dtype-aware tolerances); tensors or NumPy arrays.
+    `input_dtypes`: the floating-point dtypes among the inputs (None: not known), so that a
+    function that takes none is not told to keep its input's dtype."""
     if tuple(got.shape) != tuple(expected.shape):
         pub = f"{what}: expected shape {fmt_shape(expected.shape)}, got {fmt_shape(got.shape)}"
         hid = f"{what} has the wrong shape {fmt_shape(got.shape)}"
@@ -191,7 +194,10 @@ def compare_tensor(expected: torch.Tensor | np.ndarray, got: torch.Tensor | np.n
     e, g = dtype_name(expected), dtype_name(got)
     if e != g:
         msg = f"{what}: expected dtype {e}, got {g}"
-        if e == "float64" and g == "float32":
+        if input_dtypes is not None and e.startswith("float") and e not in input_dtypes:
+            msg += (f" (no {e} input is passed to this function, so the result's dtype is not "
+                    f"inherited: create it as {e}, as the contract says)")
+        elif e == "float64" and g == "float32":
             msg += " (something converted the float64 input to float32: keep the input's dtype)"
         elif e == "float32" and g == "float64":
             msg += (" (something promoted the float32 input to float64, e.g. a float64 array "

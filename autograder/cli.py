@@ -35,6 +35,8 @@ def cmd_check(args) -> int:
         print(f"autograder: {path} not found; copy the template "
               f"({assignment.template.name}) and fill it in", file=sys.stderr)
         return 2
+    if _lint_failed(assignment.root, reference=False):
+        return 2
     result = check_in_process(assignment, path)
     print(f"{assignment.title}: public checks of {path}")
     print(submission_text(result, show_passed=args.verbose))
@@ -42,6 +44,28 @@ def cmd_check(args) -> int:
     print("\nAll public checks pass. Hidden cases are graded after you submit." if passed else
           "\nSome checks fail: read the messages above, fix, and run again.")
     return 0 if passed else 1
+
+
+def _lint_failed(root, **options) -> bool:
+    """Print the assignment's authoring mistakes (lint.py); whether there were any."""
+    from .lint import lint, report
+
+    errors = lint(root, **options)
+    if errors:
+        print(report(errors), file=sys.stderr)
+        print(f"autograder: {len(errors)} authoring problem(s) in {root}; see "
+              "`autograder lint`", file=sys.stderr)
+    return bool(errors)
+
+
+def cmd_lint(args) -> int:
+    from .assignment import find_assignment_root
+
+    root = find_assignment_root(args.assignment)
+    if _lint_failed(root, reference=not args.no_reference):
+        return 1
+    print(f"{root}: no authoring problems found")
+    return 0
 
 
 def _import_quietly(*names: str) -> None:
@@ -74,6 +98,18 @@ def cmd_grade(args) -> int:
         print("autograder: no submissions found", file=sys.stderr)
         return 2
     out = Path(args.out) if args.out else None
+    term = None
+    if args.roster or args.due or args.late_policy:
+        from .gradebook import Term
+        from .roster import RosterError
+
+        try:
+            term = Term(assignment, students, roster=args.roster, due=args.due,
+                        late_policy=args.late_policy, out=out)
+        except RosterError as e:
+            print(f"autograder: {e}", file=sys.stderr)
+            return 2
+        students = term.students
     if out is not None:
         # The reports' libraries load while the grading processes work (this one waits).
         threading.Thread(target=_import_quietly, args=("matplotlib.pyplot", "jinja2"),
@@ -86,10 +122,15 @@ def cmd_grade(args) -> int:
         print(f"autograder: {e}", file=sys.stderr)
         return 3
     except KeyboardInterrupt:
+        if term is not None:
+            term.close()
         kept = f"; the results so far are kept in {out / '.cache'}: run the same command " \
                "again to go on" if out else ""
         print(f"\nautograder: interrupted{kept}", file=sys.stderr)
         return 130
+    extra = term.extra(graded) if term is not None else None
+    if term is not None:
+        term.close()
     results = [g.result for g in graded]
     qids = [q.id for q in assignment.questions if not args.question or q.id in args.question]
     print(summary_table(results, qids))
@@ -106,11 +147,20 @@ def cmd_grade(args) -> int:
             print(submission_text(r))
     if out:
         flags = repository_flags(assignment, graded)
-        files = write_reports(out, assignment, results, flags)
+        files = write_reports(out, assignment, results, flags, extra)
         print(f"wrote {files['csv']}, {files['json']}, {files['html']} and "
               f"{len(results)} feedback files in {files['feedback']}")
+        lms = term.write_lms(out, graded, extra) if term is not None else None
+        if lms is not None:
+            print(f"wrote {lms} (for the LMS gradebook import)")
+    if term is not None:
+        for line in term.summary():
+            print(line)
     if args.json:
-        Path(args.json).write_text(json.dumps(results_json(assignment.name, results), indent=2))
+        data = results_json(assignment.name, results)
+        for row, more in zip(data["submissions"], extra or []):
+            row.update(more)   # roster identifier, due-date columns
+        Path(args.json).write_text(json.dumps(data, indent=2))
         print(f"wrote {args.json}")
     return 0
 
@@ -168,6 +218,10 @@ def cmd_snapshot(args) -> int:
     from . import cases
     from .runner import grade_functions
 
+    from .assignment import find_assignment_root
+
+    if _lint_failed(find_assignment_root(args.assignment), snapshots=False):
+        return 2
     assignment = load_assignment(args.assignment)
     ref = assignment.load_reference()
     env = {name: getattr(ref, name) for name in assignment.api}
@@ -210,6 +264,8 @@ def cmd_build(args) -> int:
     from .build import BuildError, build_all
 
     assignment = load_assignment(args.assignment)
+    if _lint_failed(assignment.root):
+        return 2
     try:
         built = build_all(assignment, Path(args.out), otter=not args.no_otter)
     except BuildError as e:
@@ -298,6 +354,13 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--out", help="write grades.csv, grades.json, report.html and feedback/ "
                                  "here; results are cached there, so a rerun resumes")
     g.add_argument("--public-only", action="store_true", help="run only the public cases")
+    g.add_argument("--roster", help="class roster: a CSV with identifier and github_username "
+                                    "columns, or a Gradescope export's submission_metadata.yml; "
+                                    "adds the identifier and writes gradebook.csv")
+    g.add_argument("--due", help="due time, ISO 8601 with a zone (2026-12-01T23:59:00+01:00): "
+                                 "grade each git repository's last commit at or before it")
+    g.add_argument("--late-policy", help="accept late commits at a cost, e.g. 10%%/day,max=50%% "
+                                         "(in adjusted_total; needs --due)")
     g.set_defaults(func=cmd_grade)
 
     r = sub.add_parser("classroom", help="one question's public cases as GitHub Classroom "
@@ -319,6 +382,12 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("snapshot", help="record public expected values from the reference")
     s.add_argument("-a", "--assignment", required=True)
     s.set_defaults(func=cmd_snapshot)
+
+    n = sub.add_parser("lint", help="find authoring mistakes in an assignment (file, line, fix)")
+    n.add_argument("-a", "--assignment", required=True)
+    n.add_argument("--no-reference", action="store_true",
+                   help="do not run the reference (snapshots are only checked to exist)")
+    n.set_defaults(func=cmd_lint)
 
     o = sub.add_parser("build", help="build the student bundle, the Gradescope zip and the "
                                      "otter zip")

@@ -180,7 +180,10 @@ def html_report(assignment: Assignment, results: list[SubmissionResult],
 
 
 def write_reports(out: Path, assignment: Assignment, results: list[SubmissionResult],
-                  flags: list[dict] | None = None) -> dict[str, Path]:
+                  flags: list[dict] | None = None,
+                  extra: list[dict] | None = None) -> dict[str, Path]:
+    """`extra`, one dict per result: columns added at the end of grades.csv and fields of the
+    result's JSON row (roster identifier, due date); its "status" replaces the row's status."""
     out.mkdir(parents=True, exist_ok=True)
     fb_dir = out / "feedback"
     fb_dir.mkdir(exist_ok=True)
@@ -198,18 +201,24 @@ def write_reports(out: Path, assignment: Assignment, results: list[SubmissionRes
 
     buf = io.StringIO()
     writer = csv.writer(buf)
-    writer.writerow(["student", "file", *qids, "total", "max_score", "status", "error"])
-    for r in results:
+    extra_columns = [k for k in (extra[0] if extra else {}) if k != "status"]
+    writer.writerow(["student", "file", *qids, "total", "max_score", "status", "error",
+                     *extra_columns])
+    for i, r in enumerate(results):
+        more = extra[i] if extra else {}
         statuses = {q.status for q in r.questions.values()}
         overall = QuestionStatus.INTEGRITY if r.integrity else QuestionStatus.ERROR if r.error \
             else next((s for s in PROBLEM_STATUSES if s in statuses), "graded")
+        overall = more.get("status") or overall
         # Text cells are neutralised (no cell can start a formula); scores stay numbers.
         writer.writerow([csv_cell(r.student or ""), csv_cell(r.path),
                          *[f"{r.questions[q].score:g}" if q in r.questions else "" for q in qids],
                          f"{r.score:g}", f"{r.max_score:g}", csv_cell(str(overall)),
-                         csv_cell(r.error or "")])
+                         csv_cell(r.error or ""), *[csv_cell(more.get(k)) for k in extra_columns]])
     _write_atomic(out / "grades.csv", buf.getvalue())
     data = results_json(assignment.name, results)
+    for row, more in zip(data["submissions"], extra or []):
+        row.update(more)
     if flags:
         data["flags"] = flags
     _write_atomic(out / "grades.json", json.dumps(data, indent=2))

@@ -23,7 +23,7 @@ Your starting files:
 * `{nb}`: the same exercises as a Jupyter notebook, with an explanation for each question.
 
 Work in whichever you prefer and submit that one file. Each function's docstring states its
-contract (shapes, dtypes, what it must return).
+contract: what it takes and what it must return.
 
 ## Setup (once)
 
@@ -47,8 +47,8 @@ python -m autograder check {py} -v     # list the passing cases too
 In the notebook, run the first code cell once, then the `grader.check("...")` cell under each
 question. A question not started says "not implemented yet"; a failing case says what is wrong.
 
-These are the public cases. More cases (other shapes, float64, masks, several heads...) are
-graded after you submit, so write general code rather than code that fits these examples.
+These are the public cases. More cases, with other inputs than these, are graded after you
+submit, so write general code rather than code that fits these examples.
 
 ## What is in this folder
 
