@@ -63,6 +63,7 @@ class DueVersion:
     later_commits: int             # commits after the due time
     latest_late_by: timedelta | None   # how late the latest commit is (None: none is late)
     latest: str | None = None      # the latest commit (graded when late work is accepted)
+    latest_committed: str | None = None   # its committer date
 
 
 def parse_due(text: str) -> datetime:
@@ -96,7 +97,8 @@ def _environment() -> dict[str, str]:
 
 def _git(folder: Path, args: list[str], limit: int = MAX_TREE_BYTES) -> bytes:
     """Run a read-only git command on `folder`'s repository; its output, capped at `limit`."""
-    gitdir = folder / ".git"
+    # Absolute: git runs inside the .git folder, where a relative path would not resolve.
+    gitdir = Path(os.path.abspath(folder)) / ".git"
     cmd = ["git", "--no-pager", "--no-replace-objects", f"--git-dir={gitdir}"]
     for key, value in SAFE_CONFIG.items():
         cmd += ["-c", f"{key}={value}"]
@@ -170,13 +172,13 @@ def due_version(folder: Path, due: datetime) -> DueVersion:
         else:
             later += 1
             if latest is None or when > latest[0]:
-                latest = (when, sha)
+                latest = (when, sha, iso)
     if best is None and latest is None:
         raise HistoryError("the repository has no commits")
     late_by = timedelta(seconds=latest[0] - deadline) if latest else None
     newest = latest[1] if latest else best[1] if best else None
     return DueVersion(best[1] if best else None, best[2] if best else None, later, late_by,
-                      newest)
+                      newest, latest[2] if latest else None)
 
 
 def _rank(path: PurePosixPath, student_file: str) -> tuple:

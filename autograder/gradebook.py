@@ -95,7 +95,7 @@ def apply_due(students: list[Student], due: datetime, student_file: str, stage: 
                                        f"{git_history.describe_late(v.latest_late_by)} late)")
             continue
         info.commit = commit
-        info.committed = v.committed if commit == v.commit else ""
+        info.committed = (v.committed if commit == v.commit else v.latest_committed) or ""
         try:
             rel, content = git_history.read_at(s.folder, commit, student_file, MAX_BYTES,
                                                MAX_NOTEBOOK_BYTES)

@@ -140,6 +140,15 @@ def test_author_date_does_not_count(tmp_path):
     assert v.commit == git(repo, "rev-parse", "HEAD~1").strip() and v.later_commits == 1
 
 
+def test_a_relative_folder_is_read(tmp_path, monkeypatch):
+    """`autograder grade repos/ --due ...` from the class folder's parent."""
+    make_repo(tmp_path, "r", [(CORRECT, "2026-12-01T20:00:00+01:00")])
+    monkeypatch.chdir(tmp_path)
+    v = git_history.due_version(Path("r"), git_history.parse_due(DUE))
+    assert v.commit and git_history.read_at(Path("r"), v.commit, "attention.py", 2**20,
+                                            2**20)[1] == CORRECT.read_bytes()
+
+
 def test_no_commit_before_the_due_time(tmp_path):
     repo = make_repo(tmp_path, "r", [(CORRECT, "2026-12-02T09:00:00+09:00")])   # 00:00 UTC
     v = git_history.due_version(repo, git_history.parse_due(DUE))
@@ -318,6 +327,7 @@ def test_late_policy_adjusts_a_separate_column(term):
     rows = {r["identifier"]: r for r in term["late"]["rows"]}
     ann = rows["1001"]   # the latest (wrong) commit, 9 h late: one day, 10%
     assert ann["days_late"] == "1" and float(ann["total"]) < 6
+    assert ann["committed"].startswith("2026-12-02T09:00:00+01:00")   # the commit graded
     assert float(ann["adjusted_total"]) == pytest.approx(float(ann["total"]) * 0.9)
     bo = rows["1002"]    # 1 day and 21 h late (20:00 UTC two days on): 2 days, 20%
     assert bo["days_late"] == "2" and float(bo["total"]) == 6
