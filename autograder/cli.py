@@ -207,11 +207,14 @@ def cmd_sandbox(args) -> int:
 
 def cmd_build(args) -> int:
     """The student bundle, the Gradescope zip and the otter zip of an assignment."""
-    from .build import BuildError, build_all
+    from .build import HIDDEN_WARNING, BuildError, build_all
 
     assignment = load_assignment(args.assignment)
+    if args.classroom50_hidden:
+        print(f"autograder: warning: {HIDDEN_WARNING}", file=sys.stderr)
     try:
-        built = build_all(assignment, Path(args.out), otter=not args.no_otter)
+        built = build_all(assignment, Path(args.out), otter=not args.no_otter,
+                          classroom50_hidden=args.classroom50_hidden)
     except BuildError as e:
         print(f"autograder: {e}", file=sys.stderr)
         return 2
@@ -313,6 +316,9 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("-a", "--assignment", required=True)
     o.add_argument("--out", required=True, help="folder to write them to")
     o.add_argument("--no-otter", action="store_true", help="skip the otter-grader zip")
+    o.add_argument("--classroom50-hidden", action="store_true",
+                   help="put the hidden cases (and the reference) in the Classroom 50 folder, "
+                        "which is publicly downloadable")
     o.set_defaults(func=cmd_build)
 
     d = sub.add_parser("diagnose-eval", help="measure how often feedback names the right "

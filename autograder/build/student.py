@@ -11,8 +11,8 @@ from pathlib import Path
 
 from ..assignment import Assignment
 from ..notebook import notebook_text, student_assignment_dir
-from .common import (_fresh, _requirements_text, pinned_requirements, write_assignment_folder,
-                     write_engine, zip_folder)
+from .common import (_fresh, student_requirements, student_requirements_text,
+                     write_assignment_folder, write_engine, zip_folder)
 
 STUDENT_README = """\
 # {title}
@@ -96,8 +96,8 @@ def write_student_bundle(assignment: Assignment, dest: Path) -> Path:
     write_engine(dest)
     adir = student_assignment_dir(assignment)
     write_assignment_folder(assignment, dest / adir, hidden=False, reference=False)
-    student_reqs = pinned_requirements(extra=("ipykernel",))
-    (dest / "requirements.txt").write_text(_requirements_text(student_reqs))
+    student_reqs = student_requirements(extra=("ipykernel",))
+    (dest / "requirements.txt").write_text(student_requirements_text(student_reqs))
     (dest / "README.md").write_text(STUDENT_README.format(
         title=assignment.title, py=py, nb=nb, assignment_dir=adir))
     from ..classroom import WORKFLOW_PATH
