@@ -28,8 +28,9 @@ import sys
 from pathlib import Path
 
 from .assignment import Assignment, load_assignment
+from .checkout import grade_checkout, grader_failed
 from .results import SubmissionResult
-from .status import CaseStatus, QuestionStatus
+from .status import QuestionStatus
 
 SCHEMA = "classroom50/result/v1"
 RESULT_FILE = "result.json"
@@ -113,48 +114,6 @@ def release_body(result: SubmissionResult, doc: dict, title: str) -> str:
     # The feedback file's own title line names the file; the table above already says it.
     body = body.split("\n", 1)[1] if body.startswith("# ") else body
     return "\n".join(head) + "\n" + body.rstrip("\n") + "\n"
-
-
-def choose_submission(assignment: Assignment, checkout: Path) -> Path:
-    """The file to grade: the `.py` answer file, unless it is still the untouched template and
-    the notebook is there (the student worked in the notebook)."""
-    py = checkout / assignment.student_file
-    nb = checkout / (Path(assignment.student_file).stem + ".ipynb")
-    try:
-        untouched = py.is_file() and not py.is_symlink() and \
-            py.read_bytes() == assignment.template.read_bytes()
-    except OSError:
-        untouched = False
-    if (untouched or not os.path.lexists(py)) and nb.is_file() and not nb.is_symlink():
-        return nb
-    return py
-
-
-def grade_checkout(assignment: Assignment, checkout: Path, *, sandbox: str = "auto"
-                   ) -> SubmissionResult:
-    """The student's file graded in the sandbox, every case the bundle carries."""
-    from .batch import grade_class
-    from .classlist import discover
-    from .runner import failed_everywhere
-
-    path = choose_submission(assignment, checkout)
-    if not os.path.lexists(path):
-        return failed_everywhere(assignment, path.name, CaseStatus.ERROR,
-                                 f"{path.name} not found in the repository",
-                                 include_hidden=False)
-    students = discover([str(path)], assignment.student_file)
-    graded = grade_class(assignment, students, out=None, jobs=1, sandbox_level=sandbox,
-                         limits=assignment.limits, progress=False)
-    return graded[0].result
-
-
-def grader_failed(result: SubmissionResult) -> str | None:
-    """Why the grader itself failed on this submission (not the student's doing), if it did."""
-    for q in result.questions.values():
-        if q.status == QuestionStatus.INTERNAL_ERROR:
-            case = next((c for c in q.cases if c.status == CaseStatus.INTERNAL_ERROR), None)
-            return f"{q.id}: {case.message if case else 'internal error'}"
-    return None
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -58,11 +58,11 @@ graded after you submit, so write general code rather than code that fits these 
 """
 
 
-CLASSROOM_INSTALL = ["python -m pip install --upgrade pip", "pip install -r requirements.txt"]
+CLASSROOM_INSTALL = ["pip install -r requirements.txt"]
 
 
 def classroom_workflow(assignment: Assignment) -> str:
-    """The GitHub Classroom workflow of a student repository made from the student bundle."""
+    """The GitHub Actions workflow of a student repository made from the student bundle."""
     from ..classroom import workflow_yaml
 
     return workflow_yaml(assignment, assignment_dir=student_assignment_dir(assignment),
