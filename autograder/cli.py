@@ -13,15 +13,24 @@ from .sandbox.limits import parse_cli_limits
 from .status import CaseStatus, QuestionStatus
 
 
-def _assignment_for_file(path: Path, requested: str | None):
+def _known_assignments() -> list[str]:
+    if not ASSIGNMENTS_DIR.is_dir():
+        return []
+    return sorted(d.name for d in ASSIGNMENTS_DIR.iterdir() if (d / "assignment.toml").is_file())
+
+
+def _assignment_for_file(path: Path | None, requested: str | None):
+    """The assignment asked for, else the one whose answer file has this name, else the only
+    one there is (a student bundle carries one)."""
     if requested:
         return load_assignment(requested)
-    if ASSIGNMENTS_DIR.is_dir():
-        for d in sorted(ASSIGNMENTS_DIR.iterdir()):
-            if (d / "assignment.toml").is_file():
-                a = load_assignment(d.name)
-                if Path(a.student_file).stem == path.stem:
-                    return a
+    known = _known_assignments()
+    for name in known:
+        a = load_assignment(name)
+        if path is not None and Path(a.student_file).stem == path.stem:
+            return a
+    if len(known) == 1:
+        return load_assignment(known[0])
     return load_assignment("attention")
 
 
@@ -29,8 +38,8 @@ def cmd_check(args) -> int:
     from .feedback import submission_text
     from .grade import check_in_process
 
-    path = Path(args.file)
-    assignment = _assignment_for_file(path, args.assignment)
+    assignment = _assignment_for_file(Path(args.file) if args.file else None, args.assignment)
+    path = Path(args.file or assignment.student_file)
     if not path.exists():
         print(f"autograder: {path} not found; copy the template "
               f"({assignment.template.name}) and fill it in", file=sys.stderr)
@@ -271,7 +280,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     c = sub.add_parser("check", help="run the public checks on your file (students)")
-    c.add_argument("file", nargs="?", default="attention.py")
+    c.add_argument("file", nargs="?", help="your .py or .ipynb (default: the assignment's file)")
     c.add_argument("-a", "--assignment")
     c.add_argument("-v", "--verbose", action="store_true", help="list passing cases too")
     c.set_defaults(func=cmd_check)
