@@ -48,36 +48,33 @@ def student_tests_dir(assignment: Assignment) -> str:
 
 SETUP_CELL = """\
 # Run this cell first: the checks below use `grader`. It finds the checking files (the folder
-# of {zip_name}) next to this notebook or above it; opened on its own (Colab, say), upload
+# of {zip_name}) here or in a folder above; opened on its own (Colab, say), upload
 # {zip_name} next to the notebook, or set BUNDLE_URL to where your course publishes it.
 BUNDLE_URL = {url!r}
-import os, sys, pathlib, subprocess, urllib.request, zipfile
+import pathlib, subprocess, sys, urllib.request, zipfile
 
-def _find_bundle(tests={tests!r}, zip_name={zip_name!r}):
-    here = pathlib.Path.cwd()
-    for folder in [here, *here.parents, here / zip_name[:-4]]:
-        if (folder / tests).is_dir() and (folder / "autograder").is_dir():
-            return folder
-    archive = here / zip_name
-    if not archive.is_file() and BUNDLE_URL:
-        urllib.request.urlretrieve(BUNDLE_URL, archive)
-    if archive.is_file():
-        with zipfile.ZipFile(archive) as z:
-            z.extractall(here / zip_name[:-4])
-        return here / zip_name[:-4]
-    raise RuntimeError(f"The checks need the files of {{zip_name}}, which are not here "
-                       f"({{here}}): upload {{zip_name}} next to this notebook (or set "
-                       f"BUNDLE_URL), then run this cell again.") from None
-
-_root = _find_bundle()
-sys.path.insert(0, str(_root))
-try:
-    import otter
-except ImportError:   # Colab and plain Jupyter: only what the checks need, keeping your torch
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "otter-grader>=6",
-                    "pandas>=2,<3"], check=True)
-    import otter
-grader = otter.Notebook(tests_dir=str(_root / {tests!r}))"""
+_tests, _zip = {tests!r}, {zip_name!r}
+_here = pathlib.Path.cwd()
+_root = next((f for f in [_here, *_here.parents, _here / _zip[:-4]]
+              if (f / _tests).is_dir() and (f / "autograder").is_dir()), None)
+if _root is None and "get_ipython" in globals():   # in Jupyter or Colab (not when graded)
+    if not (_here / _zip).is_file() and BUNDLE_URL:
+        urllib.request.urlretrieve(BUNDLE_URL, _here / _zip)
+    if not (_here / _zip).is_file():
+        raise RuntimeError("The checks need the files of {zip_name}, which are not in "
+                           + str(_here) + ": upload {zip_name} next to this notebook (or "
+                           "set BUNDLE_URL), then run this cell again.")
+    zipfile.ZipFile(_here / _zip).extractall(_here / _zip[:-4])
+    _root = _here / _zip[:-4]
+if _root is not None:
+    sys.path.insert(0, str(_root))
+    try:
+        import otter
+    except ImportError:   # Colab, plain Jupyter: only what the checks need, keeping your torch
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "otter-grader>=6",
+                        "pandas>=2,<3"], check=True)
+        import otter
+    grader = otter.Notebook(tests_dir=str(_root / _tests))"""
 
 
 def setup_cell(assignment: Assignment) -> str:
