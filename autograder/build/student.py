@@ -27,6 +27,9 @@ contract (shapes, dtypes, what it must return).
 
 ## Setup (once)
 
+You need Python 3.11 or newer. The requirements are ranges (torch 2.4 or newer, numpy 1.26 or
+newer): in an environment that already has torch (Colab, your own Jupyter), pip keeps it.
+
 ```sh
 python3 -m venv .venv
 . .venv/bin/activate            # Windows: .venv\\Scripts\\activate
@@ -34,6 +37,8 @@ pip install -r requirements.txt
 ```
 
 For the notebook you also need Jupyter (JupyterLab, VS Code...) with this environment's kernel.
+In Colab: upload `{nb}` and this folder's zip (`{zip}`) next to it, then run the
+notebook's first code cell: it unpacks the zip and installs what the checks need.
 
 ## Checking your work
 
@@ -99,7 +104,8 @@ def write_student_bundle(assignment: Assignment, dest: Path) -> Path:
     student_reqs = student_requirements(extra=("ipykernel",))
     (dest / "requirements.txt").write_text(student_requirements_text(student_reqs))
     (dest / "README.md").write_text(STUDENT_README.format(
-        title=assignment.title, py=py, nb=nb, assignment_dir=adir))
+        title=assignment.title, py=py, nb=nb, assignment_dir=adir,
+        zip=f"{assignment.name}-student.zip"))
     from ..classroom import WORKFLOW_PATH
 
     (dest / WORKFLOW_PATH).parent.mkdir(parents=True, exist_ok=True)
