@@ -141,8 +141,8 @@ def main(argv: list[str] | None = None) -> int:
     doc = result_document(result, identity(checkout))
     (checkout / RESULT_FILE).write_text(json.dumps(doc, indent=2) + "\n")
     (checkout / RELEASE_BODY_FILE).write_text(release_body(result, doc, assignment.title))
-    print(f"{assignment.title}: {doc['score']}/{doc['max-score']} points "
-          f"(public cases{'' if _has_hidden(assignment) else ' only'})")
+    cases = "every case" if _has_hidden(assignment) else "public cases only"
+    print(f"{assignment.title}: {doc['score']}/{doc['max-score']} points ({cases})")
     for t in doc["tests"]:
         print(f"  {t['test-name']:<14} {t['score']}/{t['max-score']}  {t['status']}")
     return 0

@@ -79,7 +79,7 @@ def bundle(tmp_path_factory):
 def checkout(tmp_path: Path, submission: Path | None) -> Path:
     """A student's repository: a git checkout holding their file."""
     repo = tmp_path / "repo"
-    repo.mkdir()
+    repo.mkdir(parents=True)
     if submission is not None:
         shutil.copy(submission, repo / "attention.py")
     git = ["git", "-c", "user.name=s", "-c", "user.email=s@example.org", "-C", str(repo)]
@@ -179,6 +179,15 @@ def test_public_folder_has_no_hidden_case_unless_asked(bundle, tmp_path):
     full = tmp_path / f"{NAME}-classroom50"
     assert hidden_cases(full) > 0 and (full / "assignments" / NAME / "reference").is_dir()
     assert "Warning: hidden cases" in (full / "README.md").read_text()
+    # With the reference there, the mistake catalogue names the mistake on the Release.
+    repo = checkout(tmp_path, SUBMISSIONS / "wrong" / "mask_ignored.py")
+    r = run_autograder(full, repo)
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = json.loads((repo / "result.json").read_text())
+    check_result(doc)
+    public, _, _ = graded(bundle, tmp_path / "public", SUBMISSIONS / "wrong" / "mask_ignored.py")
+    assert doc["max-score"] > public["max-score"]
+    assert "likely mistake: the mask is never applied" in (repo / "release-body.md").read_text()
 
 
 def test_result_uses_whole_points():
