@@ -198,3 +198,24 @@ def test_result_uses_whole_points():
     assert whole_points(2.99, 3) == (2, 3)
     assert whole_points(0.1 * 3 + 2.7, 3) == (3, 3)   # float noise in a sum of case points
     assert whole_points(4, 3) == (3, 3)
+
+
+def test_modules_committed_in_the_checkout_are_never_imported(bundle, tmp_path):
+    """The runner's working directory is the student's checkout: modules there named like the
+    ones autograder.py and the grader import must not run (they would forge result.json)."""
+    repo = checkout(tmp_path, SUBMISSIONS / "wrong" / "mask_ignored.py")
+    forge = ("import json as _j, pathlib as _p\n"
+             "_p.Path(r'{marker}').write_text('imported')\n")
+    marker = tmp_path / "forged"
+    for name in ("json", "re", "venv", "subprocess", "sitecustomize", "importlib"):
+        (repo / f"{name}.py").write_text(forge.format(marker=marker))
+    fake = repo / "autograder"
+    fake.mkdir()
+    (fake / "__init__.py").write_text(forge.format(marker=marker))
+    (fake / "classroom50.py").write_text(forge.format(marker=marker))
+    r = run_autograder(bundle, repo)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert not marker.exists()
+    doc = json.loads((repo / "result.json").read_text())
+    check_result(doc)
+    assert 0 < doc["score"] < doc["max-score"]

@@ -14,6 +14,9 @@ result.json and release-body.md:
    missing).
 
 It uses the standard library only and parses on old Pythons, so it can always say what is wrong.
+Every Python it starts runs in this folder, isolated (`-I`) where it needs nothing else: the
+student's checkout, the runner's working directory, is never on the module path, so a `json.py`
+or `venv.py` committed there is never imported.
 """
 import json
 import os
@@ -74,8 +77,9 @@ def say(text):
 
 def version_ok(python):
     try:
-        out = subprocess.run([python, "-c", "import sys; print(sys.version_info >= (3, 11))"],
-                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=60)
+        out = subprocess.run([python, "-I", "-c", "import sys; print(sys.version_info >= (3, 11))"],
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=60,
+                             cwd=BUNDLE)
     except (OSError, subprocess.SubprocessError):
         return False
     return out.stdout.strip() == b"True"
@@ -99,17 +103,17 @@ def requirements():
 
 
 def missing_in(python, reqs):
-    out = subprocess.run([python, "-c", CHECK], input="\n".join(reqs).encode(),
-                         stdout=subprocess.PIPE, timeout=300)
+    out = subprocess.run([python, "-I", "-c", CHECK], input="\n".join(reqs).encode(),
+                         stdout=subprocess.PIPE, timeout=300, cwd=BUNDLE)
     if out.returncode != 0:
         return list(reqs)
     return json.loads(out.stdout.decode() or "[]")
 
 
 def site_dirs(python):
-    out = subprocess.run([python, "-c", "import json, site, sysconfig; print(json.dumps("
+    out = subprocess.run([python, "-I", "-c", "import json, site, sysconfig; print(json.dumps("
                           "site.getsitepackages() + [sysconfig.get_paths()['purelib']]))"],
-                         stdout=subprocess.PIPE, timeout=60)
+                         stdout=subprocess.PIPE, timeout=60, cwd=BUNDLE)
     return json.loads(out.stdout.decode() or "[]") if out.returncode == 0 else []
 
 
@@ -119,7 +123,7 @@ def install(python, missing):
     python."""
     base = os.environ.get("RUNNER_TEMP") or tempfile.gettempdir()
     venv = os.path.join(base, "autograder-venv")
-    subprocess.run([python, "-m", "venv", "--clear", venv], check=True)
+    subprocess.run([python, "-I", "-m", "venv", "--clear", venv], check=True, cwd=BUNDLE)
     new = os.path.join(venv, "bin", "python")
     if not os.path.exists(new):
         new = os.path.join(venv, "Scripts", "python.exe")
@@ -130,12 +134,13 @@ def install(python, missing):
     rest = [r for r in missing if r not in torch]
     if torch:
         say("installing " + " ".join(torch) + " (CPU build)")
-        subprocess.run([new, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                        "--index-url", TORCH_INDEX] + torch, check=True)
+        subprocess.run([new, "-I", "-m", "pip", "install", "--quiet",
+                        "--disable-pip-version-check", "--index-url", TORCH_INDEX] + torch,
+                       check=True, cwd=BUNDLE)
     if rest:
         say("installing " + " ".join(rest))
-        subprocess.run([new, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
-                       + rest, check=True)
+        subprocess.run([new, "-I", "-m", "pip", "install", "--quiet",
+                        "--disable-pip-version-check"] + rest, check=True, cwd=BUNDLE)
     return new
 
 
