@@ -37,7 +37,7 @@ def grade_checkout(assignment: Assignment, checkout: Path, *, sandbox: str = "au
     if not os.path.lexists(path):
         return failed_everywhere(assignment, path.name, CaseStatus.ERROR,
                                  f"{path.name} not found in the repository",
-                                 include_hidden=False)
+                                 include_hidden=True)
     students = discover([str(path)], assignment.student_file)
     graded = grade_class(assignment, students, out=None, jobs=1, sandbox_level=sandbox,
                          limits=assignment.limits, progress=False)

@@ -219,3 +219,19 @@ def test_modules_committed_in_the_checkout_are_never_imported(bundle, tmp_path):
     doc = json.loads((repo / "result.json").read_text())
     check_result(doc)
     assert 0 < doc["score"] < doc["max-score"]
+
+
+def test_the_notebook_is_graded_when_the_py_is_still_the_template(assignment, tmp_path):
+    from autograder.checkout import choose_submission
+
+    py, nb = tmp_path / "attention.py", tmp_path / "attention.ipynb"
+    assert choose_submission(assignment, tmp_path) == py          # neither: the .py is missing
+    nb.write_text("{}")
+    assert choose_submission(assignment, tmp_path) == nb          # only the notebook
+    shutil.copy(assignment.template, py)
+    assert choose_submission(assignment, tmp_path) == nb          # the .py is untouched
+    py.write_text(py.read_text() + "\n# started\n")
+    assert choose_submission(assignment, tmp_path) == py          # the .py was worked on
+    py.unlink()
+    py.symlink_to(assignment.template)
+    assert choose_submission(assignment, tmp_path) == py          # a link is graded (refused)
