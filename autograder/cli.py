@@ -215,7 +215,7 @@ def cmd_sandbox(args) -> int:
 
 
 def cmd_build(args) -> int:
-    """The student bundle, the Gradescope zip and the otter zip of an assignment."""
+    """The student bundle, the Gradescope zip, the Classroom 50 folder and the otter zip."""
     from .build import HIDDEN_WARNING, BuildError, build_all
 
     assignment = load_assignment(args.assignment)
@@ -300,8 +300,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--public-only", action="store_true", help="run only the public cases")
     g.set_defaults(func=cmd_grade)
 
-    r = sub.add_parser("classroom", help="one question's public cases as GitHub Classroom "
-                                         "runner output (for the generated workflow)")
+    r = sub.add_parser("classroom", help="one question's public cases in the runner format of "
+                                         "GitHub Classroom's reporter (for tools that read it; "
+                                         "the generated workflow runs autograder.actions)")
     r.add_argument("-a", "--assignment", required=True)
     r.add_argument("file")
     r.add_argument("--question", required=True)
@@ -320,8 +321,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("-a", "--assignment", required=True)
     s.set_defaults(func=cmd_snapshot)
 
-    o = sub.add_parser("build", help="build the student bundle, the Gradescope zip and the "
-                                     "otter zip")
+    o = sub.add_parser("build", help="build the student bundle, the Gradescope zip, the "
+                                     "Classroom 50 folder and the otter zip")
     o.add_argument("-a", "--assignment", required=True)
     o.add_argument("--out", required=True, help="folder to write them to")
     o.add_argument("--no-otter", action="store_true", help="skip the otter-grader zip")
