@@ -1,11 +1,11 @@
-"""GitHub Classroom: the workflow for student repositories, its per-question runner results,
-and the check that a cloned repository still carries the original workflow and tests.
+"""Students' GitHub repositories: the plain GitHub Actions workflow that grades them on every
+push (`autograder.actions` does the grading), the per-question results in the format of the
+discontinued GitHub Classroom's reporter (still read by some Actions-based tools), and the check
+that a cloned repository still carries the original workflow and tests.
 
-The reporter action (`classroom-resources/autograding-grading-reporter`) reads, for each runner
-id listed in `runners`, the variable `<ID>_RESULTS`: base64 of `{"version": 1, "status",
-"max_score", "tests": [{"name", "status", "score", "message", "test_code", "filename",
-"line_no", "duration"}]}`, and sums `tests[].score` into "Points x/y". One step per question
-gives partial credit per question instead of the stock all-or-nothing command grader.
+The reporter format: for each runner id, base64 of `{"version": 1, "status", "max_score",
+"tests": [{"name", "status", "score", "message", "test_code", "filename", "line_no",
+"duration"}]}`, whose `tests[].score` sum to the points. Runner ids are letters and digits.
 """
 from __future__ import annotations
 
@@ -26,7 +26,6 @@ from .student_files import UnreadableSubmission, is_link, read_student_file
 
 WORKFLOW_DIR = ".github/workflows"
 WORKFLOW_PATH = f"{WORKFLOW_DIR}/classroom.yml"
-REPORTER = "classroom-resources/autograding-grading-reporter@v1"
 
 
 def step_id(question_id: str) -> str:
@@ -53,35 +52,42 @@ def encode_result(data: dict) -> str:
     return base64.b64encode(json.dumps(data).encode()).decode()
 
 
+VENV_PATH = "~/.grader-venv"          # for actions/cache, which expands `~`
+VENV = '"$HOME/.grader-venv"'         # for the shell
+
+
 def workflow(assignment: Assignment, *, assignment_dir: str, install: list[str]) -> dict:
-    """The workflow as data; `assignment_dir` is the assignment's folder inside the repository."""
+    """A plain GitHub Actions workflow; `assignment_dir` is the assignment's folder inside the
+    repository. One step grades every question in one process (`autograder.actions`), which
+    writes its outputs and the run's summary from Python. The grader's environment is cached
+    whole (restored in seconds on a warm push); pip's cache serves a cold one. `install` are
+    pip commands (`pip install ...`), run in that environment when it is not restored."""
+    python = f"{VENV[:-1]}/bin/python\""
+    install_run = "\n".join(
+        [f"if [ ! -x {python} ]; then", f"  python -m venv {VENV}"]
+        + [f"  {python} -m {line}" for line in install] + ["fi"])
     steps: list[dict] = [
-        {"name": "Checkout code", "uses": "actions/checkout@v4"},
-        {"name": "Set up Python", "uses": "actions/setup-python@v5",
-         "with": {"python-version": "3.11"}},
-        {"name": "Install the grader", "run": "\n".join(install)},
+        {"name": "Check out", "uses": "actions/checkout@v4"},
+        {"name": "Set up Python", "id": "python", "uses": "actions/setup-python@v5",
+         "with": {"python-version": "3.11", "cache": "pip",
+                  "cache-dependency-path": "requirements.txt"}},
+        {"name": "Restore the grader's environment", "uses": "actions/cache@v4",
+         "with": {"path": VENV_PATH,
+                  "key": "grader-${{ runner.os }}-py${{ steps.python.outputs.python-version }}"
+                         "-${{ hashFiles('requirements.txt') }}"}},
+        {"name": "Install the grader", "run": install_run},
+        {"name": "Grade", "id": "grade",
+         "run": f'{python} -m autograder.actions -a "{assignment_dir}" .'},
     ]
-    ids = []
-    for q in assignment.questions:
-        sid = step_id(q.id)
-        ids.append(sid)
-        steps.append({
-            "name": f"Question {q.id}", "id": sid,
-            "run": (f'python -m autograder classroom -a "{assignment_dir}" '
-                    f'"{assignment.student_file}" --question {q.id} >> "$GITHUB_OUTPUT"'),
-        })
-    steps.append({
-        "name": "Autograding Reporter", "uses": REPORTER, "if": "always()",
-        "env": {f"{sid.upper()}_RESULTS": f"${{{{steps.{sid}.outputs.result}}}}" for sid in ids},
-        "with": {"runners": ",".join(ids)},
-    })
     return {
-        "name": "Autograding Tests",
-        "on": ["push", "repository_dispatch"],
-        "permissions": {"checks": "write", "actions": "read", "contents": "read"},
-        "jobs": {"run-autograding-tests": {
+        "name": "Autograding",
+        "on": ["push", "workflow_dispatch"],
+        "permissions": {"contents": "read"},
+        "jobs": {"grade": {
             "runs-on": "ubuntu-latest",
-            "if": "github.actor != 'github-classroom[bot]'",
+            "timeout-minutes": 15,
+            "outputs": {"score": "${{ steps.grade.outputs.score }}",
+                        "max-score": "${{ steps.grade.outputs.max-score }}"},
             "steps": steps}},
     }
 
@@ -89,13 +95,21 @@ def workflow(assignment: Assignment, *, assignment_dir: str, install: list[str])
 def workflow_yaml(assignment: Assignment, *, assignment_dir: str,
                   install: list[str] | None = None) -> str:
     install = install or [
-        "python -m pip install --upgrade pip",
+        "pip install --upgrade pip",
         f"pip install {torch_requirement()} --index-url {TORCH_CPU_INDEX}",
         "pip install numpy scipy otter-grader nbformat PyYAML",
     ]
-    text = yaml.safe_dump(workflow(assignment, assignment_dir=assignment_dir, install=install),
-                          sort_keys=False, width=100)
+    text = yaml.dump(workflow(assignment, assignment_dir=assignment_dir, install=install),
+                     Dumper=_Dumper, sort_keys=False, width=120)
     return "# Generated by `autograder build`; edits are flagged when the class is graded.\n" + text
+
+
+class _Dumper(yaml.SafeDumper):
+    """Multi-line strings (shell scripts) as literal blocks, as people write workflows."""
+
+
+_Dumper.add_representer(str, lambda d, s: d.represent_scalar(
+    "tag:yaml.org,2002:str", s, style="|" if "\n" in s else None))
 
 
 MAX_FLAGS = 12   # per repository: enough to see what was done, not a list of thousands

@@ -13,15 +13,24 @@ from .sandbox.limits import parse_cli_limits
 from .status import CaseStatus, QuestionStatus
 
 
-def _assignment_for_file(path: Path, requested: str | None):
+def _known_assignments() -> list[str]:
+    if not ASSIGNMENTS_DIR.is_dir():
+        return []
+    return sorted(d.name for d in ASSIGNMENTS_DIR.iterdir() if (d / "assignment.toml").is_file())
+
+
+def _assignment_for_file(path: Path | None, requested: str | None):
+    """The assignment asked for, else the one whose answer file has this name, else the only
+    one there is (a student bundle carries one)."""
     if requested:
         return load_assignment(requested)
-    if ASSIGNMENTS_DIR.is_dir():
-        for d in sorted(ASSIGNMENTS_DIR.iterdir()):
-            if (d / "assignment.toml").is_file():
-                a = load_assignment(d.name)
-                if Path(a.student_file).stem == path.stem:
-                    return a
+    known = _known_assignments()
+    for name in known:
+        a = load_assignment(name)
+        if path is not None and Path(a.student_file).stem == path.stem:
+            return a
+    if len(known) == 1:
+        return load_assignment(known[0])
     return load_assignment("attention")
 
 
@@ -29,8 +38,8 @@ def cmd_check(args) -> int:
     from .feedback import submission_text
     from .grade import check_in_process
 
-    path = Path(args.file)
-    assignment = _assignment_for_file(path, args.assignment)
+    assignment = _assignment_for_file(Path(args.file) if args.file else None, args.assignment)
+    path = Path(args.file or assignment.student_file)
     if not path.exists():
         print(f"autograder: {path} not found; copy the template "
               f"({assignment.template.name}) and fill it in", file=sys.stderr)
@@ -260,14 +269,17 @@ def cmd_sandbox(args) -> int:
 
 
 def cmd_build(args) -> int:
-    """The student bundle, the Gradescope zip and the otter zip of an assignment."""
-    from .build import BuildError, build_all
+    """The student bundle, the Gradescope zip, the Classroom 50 folder and the otter zip."""
+    from .build import HIDDEN_WARNING, BuildError, build_all
 
     assignment = load_assignment(args.assignment)
     if _lint_failed(assignment.root):
         return 2
+    if args.classroom50_hidden:
+        print(f"autograder: warning: {HIDDEN_WARNING}", file=sys.stderr)
     try:
-        built = build_all(assignment, Path(args.out), otter=not args.no_otter)
+        built = build_all(assignment, Path(args.out), otter=not args.no_otter,
+                          classroom50_hidden=args.classroom50_hidden)
     except BuildError as e:
         print(f"autograder: {e}", file=sys.stderr)
         return 2
@@ -336,7 +348,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     c = sub.add_parser("check", help="run the public checks on your file (students)")
-    c.add_argument("file", nargs="?", default="attention.py")
+    c.add_argument("file", nargs="?", help="your .py or .ipynb (default: the assignment's file)")
     c.add_argument("-a", "--assignment")
     c.add_argument("-v", "--verbose", action="store_true", help="list passing cases too")
     c.set_defaults(func=cmd_check)
@@ -363,8 +375,9 @@ def build_parser() -> argparse.ArgumentParser:
                                          "(in adjusted_total; needs --due)")
     g.set_defaults(func=cmd_grade)
 
-    r = sub.add_parser("classroom", help="one question's public cases as GitHub Classroom "
-                                         "runner output (for the generated workflow)")
+    r = sub.add_parser("classroom", help="one question's public cases in the runner format of "
+                                         "GitHub Classroom's reporter (for tools that read it; "
+                                         "the generated workflow runs autograder.actions)")
     r.add_argument("-a", "--assignment", required=True)
     r.add_argument("file")
     r.add_argument("--question", required=True)
@@ -389,11 +402,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="do not run the reference (snapshots are only checked to exist)")
     n.set_defaults(func=cmd_lint)
 
-    o = sub.add_parser("build", help="build the student bundle, the Gradescope zip and the "
-                                     "otter zip")
+    o = sub.add_parser("build", help="build the student bundle, the Gradescope zip, the "
+                                     "Classroom 50 folder and the otter zip")
     o.add_argument("-a", "--assignment", required=True)
     o.add_argument("--out", required=True, help="folder to write them to")
     o.add_argument("--no-otter", action="store_true", help="skip the otter-grader zip")
+    o.add_argument("--classroom50-hidden", action="store_true",
+                   help="put the hidden cases (and the reference) in the Classroom 50 folder, "
+                        "which is publicly downloadable")
     o.set_defaults(func=cmd_build)
 
     d = sub.add_parser("diagnose-eval", help="measure how often feedback names the right "

@@ -38,6 +38,7 @@ TABLES: dict[str, set[str] | None] = {
     "integrity": {"on_tamper"},
     "limits": {f.name for f in fields(Limits)},
     "question": {"id", "functions", "answers"},
+    "student": {"bundle_url"},
 }
 
 

@@ -46,6 +46,45 @@ def student_tests_dir(assignment: Assignment) -> str:
     return f"{student_assignment_dir(assignment)}/tests"
 
 
+SETUP_CELL = """\
+# Run this cell first: the checks below use `grader`. It finds the checking files (the folder
+# of {zip_name}) here or in a folder above; opened on its own (Colab, say), upload
+# {zip_name} next to the notebook, or set BUNDLE_URL to where your course publishes it.
+BUNDLE_URL = {url!r}
+import pathlib, subprocess, sys, urllib.request, zipfile
+
+_tests, _zip = {tests!r}, {zip_name!r}
+_here = pathlib.Path.cwd()
+_root = next((f for f in [_here, *_here.parents, _here / _zip[:-4]]
+              if (f / _tests).is_dir() and (f / "autograder").is_dir()), None)
+if _root is None and "get_ipython" in globals():   # in Jupyter or Colab (not when graded)
+    if not (_here / _zip).is_file() and BUNDLE_URL:
+        urllib.request.urlretrieve(BUNDLE_URL, _here / _zip)
+    if not (_here / _zip).is_file():
+        raise RuntimeError("The checks need the files of {zip_name}, which are not in "
+                           + str(_here) + ": upload {zip_name} next to this notebook (or "
+                           "set BUNDLE_URL), then run this cell again.")
+    zipfile.ZipFile(_here / _zip).extractall(_here / _zip[:-4])
+    _root = _here / _zip[:-4]
+if _root is not None:
+    sys.path.insert(0, str(_root))
+    try:
+        import otter
+    except ImportError:   # Colab, plain Jupyter: only what the checks need, keeping your torch
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "otter-grader>=6",
+                        "pandas>=2,<3"], check=True)
+        import otter
+    grader = otter.Notebook(tests_dir=str(_root / _tests))"""
+
+
+def setup_cell(assignment: Assignment) -> str:
+    """The notebook's first code cell: finds (or unpacks, or downloads) the student bundle, so
+    the checks work wherever the notebook was opened, and makes `grader`."""
+    url = assignment.config.get("student", {}).get("bundle_url") or None
+    return SETUP_CELL.format(url=url, tests=student_tests_dir(assignment),
+                             zip_name=f"{assignment.name}-student.zip")
+
+
 def notebook_path(assignment: Assignment) -> Path:
     """The committed student notebook: next to the template, with the same stem."""
     return assignment.template.with_suffix(".ipynb")
@@ -152,9 +191,7 @@ def build_notebook(assignment: Assignment, source: str | None = None):
         cells.append(_md("intro", intro))
     if docstring:
         cells.append(_md("rules", docstring))
-    cells.append(_code("otter-setup", f"# Run this cell first: the checks below use `grader`.\n"
-                                      f"import otter\n\ngrader = otter.Notebook("
-                                      f"tests_dir={student_tests_dir(assignment)!r})"))
+    cells.append(_code("otter-setup", setup_cell(assignment)))
     # Everything that is not a question's function (imports, constants, helpers) comes first,
     # in its original order: consecutive statements on consecutive lines, functions apart.
     in_questions = {f for q in assignment.questions for f in q.functions}

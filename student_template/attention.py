@@ -7,7 +7,7 @@ Fill in each function below. Rules that hold for every function:
 * Stay differentiable: use torch operations only, no NumPy round trips, no .detach().
 * Do not modify your inputs in place.
 
-Check your work with:  autograder check attention.py
+Check your work, from the folder of this file:  python -m autograder check attention.py
 """
 import math
 

@@ -10,7 +10,7 @@ every function:
 * Accept extra leading batch dimensions (e.g. (batch, heads, T, d)).
 * Do not modify your inputs in place.
 
-Check your work with:  autograder check attention_numpy.py
+Check your work, from the folder of this file:  python -m autograder check attention_numpy.py
 """
 import math
 

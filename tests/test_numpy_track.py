@@ -4,8 +4,11 @@ reports)."""
 import ast
 import base64
 import json
+import os
 import shlex
 import shutil
+import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
@@ -365,11 +368,13 @@ def test_build_ships_no_reference_and_no_hidden_case(tmp_path):
     for f in (student / "assignments" / NAME / "tests").glob("*.py"):
         tf = ExceptionTestFile.from_file(str(f))
         assert not any(tc.hidden for tc in tf.test_cases)
-    assert "scipy==" in (student / "requirements.txt").read_text()
+    # Students get ranges (they keep their own numpy and scipy); graders keep the pins.
+    assert "scipy>=" in (student / "requirements.txt").read_text()
     r = run_cli("check", "attention_numpy.py", cwd=student)
     assert r.returncode == 1 and "[TODO] concepts" in r.stdout, r.stdout + r.stderr
     with zipfile.ZipFile(tmp_path / f"{NAME}-gradescope.zip") as z:
         assert f"assignments/{NAME}/reference/attention_numpy.py" in z.namelist()
+        assert "scipy==" in z.read("requirements.txt").decode()
     assert (tmp_path / f"{NAME}-otter.zip").is_file()
 
 
@@ -380,22 +385,28 @@ def test_cli_check_picks_the_numpy_assignment_from_the_file_name(tmp_path):
     assert "Attention from scratch (NumPy)" in r.stdout and "[PART] mask" in r.stdout
 
 
-def test_classroom_steps_sum_to_the_public_grade(np_assignment, tmp_path):
+def test_actions_grading_step_gives_the_public_grade(np_assignment, tmp_path):
+    """The student repository's grading step, run there: the public cases' points."""
     wf = yaml.safe_load(workflow_yaml(np_assignment, assignment_dir=str(np_assignment.root)))
-    steps = [s for s in wf["jobs"]["run-autograding-tests"]["steps"] if "id" in s]
-    assert [s["id"] for s in steps] == [q.replace("_", "") for q in QUESTIONS]
-    install = wf["jobs"]["run-autograding-tests"]["steps"][2]["run"]
+    install = next(s["run"] for s in wf["jobs"]["grade"]["steps"]
+                   if s["name"] == "Install the grader")
     assert "scipy" in install
+    repo = build_student(np_assignment, tmp_path)
+    wf = yaml.safe_load((repo / ".github" / "workflows" / "classroom.yml").read_text())
+    grade = next(s for s in wf["jobs"]["grade"]["steps"] if s.get("id") == "grade")
     sub = CORPUS / "wrong" / "concepts_wrong_answers.py"
-    shutil.copy(sub, tmp_path / "attention_numpy.py")
-    total = 0.0
-    for step in steps:
-        args = shlex.split(step["run"].split(">>")[0])
-        r = run_cli(*args[3:], cwd=tmp_path)
-        assert r.returncode == 0, r.stderr
-        data = json.loads(base64.b64decode(r.stdout.strip()[len("result="):]))
-        total += sum(t["score"] for t in data["tests"])
-    assert total == check_in_process(np_assignment, sub).score == 19 - 5
+    shutil.copy(sub, repo / "attention_numpy.py")
+    args = shlex.split(grade["run"])
+    out = tmp_path / "github_output"
+    r = subprocess.run([sys.executable, *args[1:]], cwd=repo, capture_output=True, text=True,
+                       timeout=600, env={**os.environ, "GITHUB_OUTPUT": str(out),
+                                         "PYTHONPATH": str(repo)})
+    assert r.returncode == 1, r.stderr          # points missing
+    values = dict(line.split("=", 1) for line in out.read_text().splitlines())
+    total = sum(t["score"] for q in QUESTIONS
+                for t in json.loads(base64.b64decode(values[q.replace("_", "")]))["tests"])
+    assert total == float(values["score"]) == check_in_process(np_assignment, sub).score \
+        == 19 - 5
 
 
 def test_class_report(tmp_path):

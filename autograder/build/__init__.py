@@ -11,6 +11,9 @@ Three outputs, all made from the assignment folder and the engine, one module ea
   `run_autograder`, the engine and the full assignment (hidden cases and the reference
   included); it grades with the sandboxed `autograder grade` and converts its JSON
   (`autograder/gradescope.py`).
+* `classroom50`: the folder for Classroom 50 (`<name>-classroom50/`): its `autograder.py`, the
+  engine and the assignment's public cases (hidden ones and the reference only on request: the
+  folder is publicly downloadable).
 * `otter`: an otter-grader autograder zip (`<name>-otter.zip`), made with `otter generate`, for
   instructors who already run otter.
 
@@ -27,12 +30,13 @@ from .common import (ENGINE_DIR, GRADER_ONLY_KEYS, TORCH_CPU_INDEX, BuildError, 
                      grader_only_files, gradescope_settings, pinned_requirements,
                      question_files, rewrite_toml, snapshot_keys,
                      strip_hidden_cases, write_assignment_folder, write_engine, zip_folder)
+from .classroom50 import HIDDEN_WARNING, build_classroom50
 from .gradescope import SETUP_PERMISSIONS, build_gradescope
 from .otter import build_otter
 from .student import answer_files, build_student, classroom_workflow, shipped_files, write_student_bundle
 
 __all__ = [
-    "answer_files", "build_all", "build_student", "build_gradescope", "build_otter", "shipped_files",
+    "answer_files", "build_all", "build_classroom50", "HIDDEN_WARNING", "build_student", "build_gradescope", "build_otter", "shipped_files",
     "write_student_bundle", "SETUP_PERMISSIONS",
     "classroom_workflow", "BuildError", "ENGINE_DIR", "GRADER_ONLY_KEYS", "TORCH_CPU_INDEX",
     "case_visibility", "grader_only_files", "gradescope_settings", "pinned_requirements",
@@ -41,11 +45,13 @@ __all__ = [
 ]
 
 
-def build_all(assignment: Assignment, out: Path, *, otter: bool = True) -> dict[str, Path]:
+def build_all(assignment: Assignment, out: Path, *, otter: bool = True,
+              classroom50_hidden: bool = False) -> dict[str, Path]:
     out.mkdir(parents=True, exist_ok=True)
     built = {"student": build_student(assignment, out),
              "student_zip": out / f"{assignment.name}-student.zip",
-             "gradescope": build_gradescope(assignment, out)}
+             "gradescope": build_gradescope(assignment, out),
+             "classroom50": build_classroom50(assignment, out, hidden=classroom50_hidden)}
     if otter:
         built["otter"] = build_otter(assignment, out)
     return built

@@ -219,6 +219,35 @@ def pinned_requirements(extra: tuple[str, ...] = ()) -> list[str]:
     return out
 
 
+# What students (and Classroom 50's public runs) install: ranges, so a student keeps the torch and
+# numpy they already have (Colab, their own Jupyter). The lowest versions are the ones the
+# student path is tested with; graders keep the exact pins above.
+STUDENT_RANGES = {"torch": "torch>=2.4", "numpy": "numpy>=1.26"}
+# otter-grader needs pandas, and pandas 3 needs numpy 2: without this cap, installing otter-grader
+# would upgrade a student's numpy 1.26 (which torch builds before 2.5 need).
+STUDENT_EXTRA = ("pandas>=2,<3",)
+
+
+def student_requirements(extra: tuple[str, ...] = ()) -> list[str]:
+    """The engine's dependencies as ranges: torch and numpy from the oldest supported version,
+    the rest as pyproject.toml states them (lower bounds), plus what keeps numpy where it is."""
+    if not PYPROJECT.is_file():
+        raise BuildError("pyproject.toml not found: build from the project's checkout")
+    out = []
+    for dep in dependencies() + list(STUDENT_EXTRA) + list(extra):
+        name = normalize(requirement_name(dep))
+        out.append(STUDENT_RANGES.get(name, dep.split("#", 1)[0].strip()))
+    return out
+
+
+def student_requirements_text(reqs: list[str]) -> str:
+    lines = ["# Ranges, not pins: pip keeps the torch (2.4 or newer) and numpy (1.26 or newer) you",
+             "# already have. Where torch is missing, PyTorch's CPU index gives the CPU build",
+             "# (no multi-GB CUDA download).",
+             f"--extra-index-url {TORCH_CPU_INDEX}"]
+    return "\n".join(lines + reqs) + "\n"
+
+
 def _split_torch(reqs: list[str]) -> tuple[str | None, list[str]]:
     """(torch's pin without a local tag, the other requirements)."""
     torch, rest = None, []
@@ -228,15 +257,6 @@ def _split_torch(reqs: list[str]) -> tuple[str | None, list[str]]:
         else:
             rest.append(r)
     return torch, rest
-
-
-def _requirements_text(reqs: list[str]) -> str:
-    torch, rest = _split_torch(reqs)
-    lines = ["# Pinned as in the project's constraints.txt. torch comes from PyTorch's CPU index",
-             "# (no CUDA download)."]
-    if torch:
-        lines += [f"--extra-index-url {TORCH_CPU_INDEX}", torch]
-    return "\n".join(lines + rest) + "\n"
 
 
 # ------------------------------------------------------------------ zips

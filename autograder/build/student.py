@@ -11,8 +11,8 @@ from pathlib import Path
 
 from ..assignment import Assignment
 from ..notebook import notebook_text, student_assignment_dir
-from .common import (_fresh, _requirements_text, pinned_requirements, write_assignment_folder,
-                     write_engine, zip_folder)
+from .common import (_fresh, student_requirements, student_requirements_text,
+                     write_assignment_folder, write_engine, zip_folder)
 
 STUDENT_README = """\
 # {title}
@@ -27,6 +27,9 @@ contract: what it takes and what it must return.
 
 ## Setup (once)
 
+You need Python 3.11 or newer. The requirements are ranges (torch 2.4 or newer, numpy 1.26 or
+newer): in an environment that already has torch (Colab, your own Jupyter), pip keeps it.
+
 ```sh
 python3 -m venv .venv
 . .venv/bin/activate            # Windows: .venv\\Scripts\\activate
@@ -34,6 +37,8 @@ pip install -r requirements.txt
 ```
 
 For the notebook you also need Jupyter (JupyterLab, VS Code...) with this environment's kernel.
+In Colab: upload `{nb}` and this folder's zip (`{zip}`) next to it, then run the
+notebook's first code cell: it unpacks the zip and installs what the checks need.
 
 ## Checking your work
 
@@ -58,11 +63,11 @@ submit, so write general code rather than code that fits these examples.
 """
 
 
-CLASSROOM_INSTALL = ["python -m pip install --upgrade pip", "pip install -r requirements.txt"]
+CLASSROOM_INSTALL = ["pip install -r requirements.txt"]
 
 
 def classroom_workflow(assignment: Assignment) -> str:
-    """The GitHub Classroom workflow of a student repository made from the student bundle."""
+    """The GitHub Actions workflow of a student repository made from the student bundle."""
     from ..classroom import workflow_yaml
 
     return workflow_yaml(assignment, assignment_dir=student_assignment_dir(assignment),
@@ -96,10 +101,11 @@ def write_student_bundle(assignment: Assignment, dest: Path) -> Path:
     write_engine(dest)
     adir = student_assignment_dir(assignment)
     write_assignment_folder(assignment, dest / adir, hidden=False, reference=False)
-    student_reqs = pinned_requirements(extra=("ipykernel",))
-    (dest / "requirements.txt").write_text(_requirements_text(student_reqs))
+    student_reqs = student_requirements(extra=("ipykernel",))
+    (dest / "requirements.txt").write_text(student_requirements_text(student_reqs))
     (dest / "README.md").write_text(STUDENT_README.format(
-        title=assignment.title, py=py, nb=nb, assignment_dir=adir))
+        title=assignment.title, py=py, nb=nb, assignment_dir=adir,
+        zip=f"{assignment.name}-student.zip"))
     from ..classroom import WORKFLOW_PATH
 
     (dest / WORKFLOW_PATH).parent.mkdir(parents=True, exist_ok=True)
