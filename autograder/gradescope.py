@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -169,6 +170,21 @@ def run(root: Path, assignment_arg: str) -> dict:
     except Exception as e:  # noqa: BLE001 - a broken setup still writes a results.json
         return _write(results_dir, failure_results(f"The autograder is misconfigured ({e}); "
                                                    "tell your instructor."))
+    try:
+        return _grade(root, results_dir, assignment, visibility)
+    except Exception as e:  # noqa: BLE001 - whatever fails, the student gets a results.json
+        print(f"autograder.gradescope: {type(e).__name__}: {e}", file=sys.stderr)
+        return _write(results_dir, failure_results(
+            "The autograder failed while grading this submission (an error of the grader, "
+            "not of your code); tell your instructor.", assignment))
+
+
+KILLED_MESSAGE = ("The grader was killed (SIGKILL) before it finished: most likely the container "
+                  "ran out of memory. If your code keeps very large tensors, free them; "
+                  "otherwise tell your instructor.")
+
+
+def _grade(root: Path, results_dir: Path, assignment: Assignment, visibility: str) -> dict:
     path, notes = pick_submission(root / "submission", assignment.student_file)
     if path is None:
         return _write(results_dir, failure_results("\n".join(notes), assignment))
@@ -187,6 +203,8 @@ def run(root: Path, assignment_arg: str) -> dict:
         except subprocess.TimeoutExpired:
             return _write(results_dir, failure_results(
                 "Grading took too long and was stopped; tell your instructor.", assignment))
+        if proc.returncode == -signal.SIGKILL:
+            return _write(results_dir, failure_results(KILLED_MESSAGE, assignment))
         if proc.returncode != 0 or not grade_json.is_file():
             return _write(results_dir, failure_results(
                 "The autograder failed before it could grade this submission; tell your "
@@ -198,7 +216,11 @@ def run(root: Path, assignment_arg: str) -> dict:
 
 
 def _write(results_dir: Path, results: dict) -> dict:
-    (results_dir / "results.json").write_text(json.dumps(results, indent=2))
+    # Whole or not at all: run_autograder falls back on its own message when the file is absent
+    # or unreadable (this process killed while writing, say).
+    tmp = results_dir / "results.json.tmp"
+    tmp.write_text(json.dumps(results, indent=2))
+    os.replace(tmp, results_dir / "results.json")
     return results
 
 

@@ -4,12 +4,13 @@ sandboxed `autograder grade` and converts its JSON (`autograder/gradescope.py`).
 """
 from __future__ import annotations
 
+import re
 import tempfile
 from pathlib import Path
 
 from ..assignment import Assignment
 from ..notebook import student_assignment_dir
-from .common import (TORCH_CPU_INDEX, _split_torch, gradescope_settings, pinned_requirements,
+from .common import (TORCH_CPU_INDEX, BuildError, _split_torch, gradescope_settings, pinned_requirements,
                      write_assignment_folder, write_engine, zip_folder)
 
 SETUP_SH = """\
@@ -70,12 +71,75 @@ RUN_AUTOGRADER = """\
 # Gradescope runs this for every submission. GRADESCOPE_ROOT (default /autograder) is the folder
 # holding source/, submission/ and results/: point it at a copy of that layout to try it locally.
 # AUTOGRADER_PYTHON overrides the interpreter (default: the venv setup.sh made).
+#
+# Whatever happens (no venv, a Python too old, the grader crashing or killed for memory), this
+# leaves a valid results.json whose `output` says why; it uses only shell builtins, mkdir and mv
+# for that, so it works when Python does not.
 ROOT="${{GRADESCOPE_ROOT:-/autograder}}"
+RESULTS="$ROOT/results/results.json"
+# Question ids and points, fixed when the zip was built (the fallback needs no Python).
+QUESTIONS=({questions})
+NOTE=""
+
+fallback() {{
+  local reason="$1" tests="" sep="" row
+  reason="${{reason//[[:cntrl:]]/ }}"
+  reason="${{reason//\\\\/\\\\\\\\}}"
+  reason="${{reason//\\"/\\\\\\"}}"
+  for row in "${{QUESTIONS[@]}}"; do
+    tests+="$sep{{\\"name\\": \\"${{row%%:*}}\\", \\"score\\": 0.0, \\"max_score\\": ${{row#*:}}, "
+    tests+="\\"status\\": \\"failed\\", \\"output\\": \\"$reason\\", \\"output_format\\": \\"text\\", "
+    tests+="\\"visibility\\": \\"visible\\"}}"
+    sep=", "
+  done
+  mkdir -p "$ROOT/results" 2>/dev/null
+  printf '{{"score": 0.0, "output": "%s", "output_format": "text", "stdout_visibility": "hidden", "tests": [%s]}}\\n' \\
+    "$reason" "$tests" > "$RESULTS.tmp" && mv -f "$RESULTS.tmp" "$RESULTS"
+  echo "run_autograder: $1" >&2
+  exit 0
+}}
+
 PYTHON="${{AUTOGRADER_PYTHON:-$ROOT/venv/bin/python}}"
-if [ ! -x "$PYTHON" ]; then PYTHON="$(command -v python3)"; fi
-cd "$ROOT/source" || exit 1
-exec "$PYTHON" -m autograder.gradescope --root "$ROOT" -a {assignment_dir}
+if [ ! -x "$PYTHON" ]; then
+  NOTE="the autograder's Python ($PYTHON) is missing: setup.sh did not finish"
+  PYTHON="$(command -v python3 || true)"
+  if [ -z "$PYTHON" ]; then
+    fallback "The autograder could not run: $NOTE, and there is no python3 either. This is not your fault: tell your instructor."
+  fi
+fi
+if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+  VERSION="$("$PYTHON" --version 2>&1)"
+  VERSION="${{VERSION%%$'\\n'*}}"
+  VERSION="${{VERSION//[^A-Za-z0-9. +-]/}}"
+  fallback "The autograder could not run: it needs Python 3.11 or newer and found ${{VERSION:-no working Python}} ($PYTHON)${{NOTE:+; $NOTE}}. This is not your fault: tell your instructor."
+fi
+[ -n "$NOTE" ] && echo "run_autograder: $NOTE; using $PYTHON" >&2
+cd "$ROOT/source" 2>/dev/null || fallback "The autograder could not run: its source folder is missing. This is not your fault: tell your instructor."
+mkdir -p "$ROOT/results" 2>/dev/null
+rm -f "$RESULTS"
+"$PYTHON" -m autograder.gradescope --root "$ROOT" -a {assignment_dir}
+STATUS=$?
+# A results.json the engine wrote counts only if it is whole (it writes it in one go, last).
+if "$PYTHON" -I -c 'import json, sys; r = json.load(open(sys.argv[1])); sys.exit(not isinstance(r.get("score"), (int, float)) or not isinstance(r.get("tests", []), list))' "$RESULTS" 2>/dev/null; then
+  exit 0
+fi
+if [ "$STATUS" -eq 137 ] || [ "$STATUS" -eq 9 ]; then
+  fallback "The autograder was killed (SIGKILL) before it could write your results: most likely the container ran out of memory. If your code keeps very large tensors, free them; otherwise tell your instructor."
+fi
+fallback "The autograder stopped (exit status $STATUS) without writing valid results. This is not your fault: tell your instructor."
 """
+
+
+def fallback_questions(assignment: Assignment) -> str:
+    """The bash words `id:max_score` of every question, for run_autograder's fallback."""
+    from ..gradescope import failure_results
+
+    words = []
+    for test in failure_results("", assignment)["tests"]:
+        if not re.fullmatch(r"[A-Za-z0-9_.-]{1,100}", test["name"]):
+            raise BuildError(f"question id {test['name']!r}: letters, digits, _ . - only")
+        words.append(f"{test['name']}:{float(test['max_score'])!r}")
+    return " ".join(words)
 
 
 def build_gradescope(assignment: Assignment, out: Path) -> Path:
@@ -93,6 +157,7 @@ def build_gradescope(assignment: Assignment, out: Path) -> Path:
         (src / "setup.sh").write_text(SETUP_SH.format(torch=torch or "torch",
                                                       index=TORCH_CPU_INDEX,
                                                       permissions=SETUP_PERMISSIONS))
-        (src / "run_autograder").write_text(RUN_AUTOGRADER.format(assignment_dir=adir))
+        (src / "run_autograder").write_text(RUN_AUTOGRADER.format(
+            assignment_dir=adir, questions=fallback_questions(assignment)))
         return zip_folder(src, out / f"{assignment.name}-gradescope.zip",
                           executables=("setup.sh", "run_autograder"))
