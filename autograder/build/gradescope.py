@@ -27,23 +27,7 @@ if command -v apt-get >/dev/null 2>&1; then
   apt-get install -y -qq python3 python3-venv bubblewrap >/dev/null || true
 fi
 
-# The engine needs Python 3.11 or newer.
-PY=""
-for candidate in python3.13 python3.12 python3.11 python3; do
-  if command -v "$candidate" >/dev/null 2>&1 && \\
-     "$candidate" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
-    PY="$(command -v "$candidate")"
-    break
-  fi
-done
-if [ -z "$PY" ]; then
-  apt-get install -y -qq software-properties-common >/dev/null
-  add-apt-repository -y ppa:deadsnakes/ppa
-  apt-get update -qq
-  apt-get install -y -qq python3.11 python3.11-venv >/dev/null
-  PY="$(command -v python3.11)"
-fi
-if ! "$PY" -m venv "$ROOT/venv"; then
+{python}if ! "$PY" -m venv "$ROOT/venv"; then
   apt-get install -y -qq "python3.$("$PY" -c 'import sys; print(sys.version_info[1])')-venv"
   "$PY" -m venv "$ROOT/venv"
 fi
@@ -53,6 +37,59 @@ fi
 "$ROOT/venv/bin/python" -m pip install --quiet {torch} --index-url {index}
 "$ROOT/venv/bin/python" -m pip install --quiet -r requirements.txt
 {permissions}"$ROOT/venv/bin/python" -m autograder sandbox
+"""
+
+# Part of setup.sh (and run alone by a test, with stand-ins for apt): find or install Python
+# 3.11+, the distribution's own packages before any third-party repository. Debian 12 ships
+# 3.11 as python3 and Ubuntu 24.04 ships 3.12; Ubuntu 22.04 (Gradescope's current base image)
+# ships 3.10 as python3 and python3.11 in its own universe component; only Ubuntu 20.04 and
+# older need the deadsnakes PPA, the last resort.
+SETUP_PYTHON = """\
+# Python 3.11 or newer: one already installed, else the distribution's packages, a PPA last.
+find_python() {
+  PY=""
+  for candidate in python3.13 python3.12 python3.11 python3; do
+    if command -v "$candidate" >/dev/null 2>&1 && \\
+       "$candidate" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+      PY="$(command -v "$candidate")"
+      return 0
+    fi
+  done
+  return 1
+}
+install_from_apt() {   # the newest python3.X (3.11+) that the configured repositories offer
+  local v
+  for v in 3.13 3.12 3.11; do
+    if apt-cache policy "python$v" 2>/dev/null | grep -q 'Candidate: [0-9]'; then
+      echo "setup.sh: installing python$v from $1"
+      apt-get install -y -qq "python$v" "python$v-venv" >/dev/null && return 0
+    fi
+  done
+  return 1
+}
+if ! find_python && command -v apt-get >/dev/null 2>&1; then
+  install_from_apt "the distribution's repositories" || true
+  if ! find_python; then
+    # Ubuntu's universe is still the distribution's own; enable it before any PPA.
+    apt-get install -y -qq software-properties-common >/dev/null || true
+    if command -v add-apt-repository >/dev/null 2>&1 && add-apt-repository -y universe; then
+      apt-get update -qq || true
+      install_from_apt "the distribution's universe component" || true
+    fi
+  fi
+  if ! find_python && command -v add-apt-repository >/dev/null 2>&1; then
+    echo "setup.sh: no Python 3.11+ in the distribution's repositories; using the deadsnakes PPA"
+    add-apt-repository -y ppa:deadsnakes/ppa
+    apt-get update -qq || true
+    install_from_apt "the deadsnakes PPA" || true
+  fi
+  find_python || true
+fi
+if [ -z "$PY" ]; then
+  echo "setup.sh: no Python 3.11 or newer could be found or installed" >&2
+  exit 1
+fi
+echo "setup.sh: using $PY ($("$PY" --version 2>&1))"
 """
 
 # Part of setup.sh (and run alone by a test): the sandbox's unprivileged user may read the
@@ -156,7 +193,8 @@ def build_gradescope(assignment: Assignment, out: Path) -> Path:
             + "\n".join(rest) + "\n")
         (src / "setup.sh").write_text(SETUP_SH.format(torch=torch or "torch",
                                                       index=TORCH_CPU_INDEX,
-                                                      permissions=SETUP_PERMISSIONS))
+                                                      permissions=SETUP_PERMISSIONS,
+                                                      python=SETUP_PYTHON))
         (src / "run_autograder").write_text(RUN_AUTOGRADER.format(
             assignment_dir=adir, questions=fallback_questions(assignment)))
         return zip_folder(src, out / f"{assignment.name}-gradescope.zip",
