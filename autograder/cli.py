@@ -260,7 +260,7 @@ def cmd_benchmark(args) -> int:
         print(f"autograder: corpus folder {corpus} not found", file=sys.stderr)
         return 2
     return run(args.assignment, corpus, args.n, args.jobs or os.cpu_count() or 1,
-               args.otter_sample)
+               args.otter_sample, gradescope_limit=args.gradescope_limit)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -302,6 +302,9 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--n", type=int, default=200, help="class size")
     m.add_argument("--jobs", type=int, default=0)
     m.add_argument("--otter-sample", type=int, default=3)
+    m.add_argument("--gradescope-limit", type=int, default=0, metavar="MIB",
+                   help="also grade a correct submission holding a 400 MB tensor under this "
+                        "container memory limit (Gradescope's default: 768)")
     m.set_defaults(func=cmd_benchmark)
 
     s = sub.add_parser("snapshot", help="record public expected values from the reference")
