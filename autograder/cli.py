@@ -81,7 +81,8 @@ def cmd_grade(args) -> int:
     try:
         graded = grade_class(assignment, students, out=out, jobs=args.jobs or os.cpu_count() or 1,
                              sandbox_level=args.sandbox, limits=limits,
-                             questions=args.question or None, public_only=args.public_only)
+                             questions=args.question or None, public_only=args.public_only,
+                             share_torch=args.share_torch)
     except SandboxError as e:
         print(f"autograder: {e}", file=sys.stderr)
         return 3
@@ -286,6 +287,10 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--out", help="write grades.csv, grades.json, report.html and feedback/ "
                                  "here; results are cached there, so a rerun resumes")
     g.add_argument("--public-only", action="store_true", help="run only the public cases")
+    g.add_argument("--share-torch", action="store_true",
+                   help="fork the sandbox's fork server from the grading process once torch is "
+                        "imported, before anything secret is read, so both share torch's "
+                        "memory (user and rlimits levels; used on Gradescope)")
     g.set_defaults(func=cmd_grade)
 
     r = sub.add_parser("classroom", help="one question's public cases as GitHub Classroom "

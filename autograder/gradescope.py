@@ -191,13 +191,21 @@ def _grade(root: Path, results_dir: Path, assignment: Assignment, visibility: st
     engine_root = PROJECT_ROOT   # the folder holding the `autograder` package
     with tempfile.TemporaryDirectory() as tmp:
         grade_json = Path(tmp) / "grade.json"
+        # One torch for the grading process and the sandbox's fork server (forked from it),
+        # which is what leaves room for the student in a 768 MB container; the grading
+        # process's environment is the fork server's memory too, so it gets only what it needs.
         cmd = [sys.executable, "-m", "autograder", "grade", "-a", str(assignment.root),
-               str(path), "--json", str(grade_json), "--feedback"]
+               str(path), "--json", str(grade_json), "--feedback", "--share-torch",
+               "--sandbox", os.environ.get("AUTOGRADER_SANDBOX", "auto")]
         timeout = assignment.limits.submission_seconds * 3 + 300
+        env = {k: os.environ[k] for k in ("PATH", "LANG", "LC_ALL", "HOME", "TMPDIR")
+               if k in os.environ}
+        # Half a CPU: one thread each for the numerical libraries, and no thread pool running
+        # when the fork server is forked (a fork keeps only the calling thread).
+        env.update({"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"})
         try:
             proc = subprocess.run(cmd, cwd=engine_root, capture_output=True, text=True,
-                                  timeout=timeout, env={**os.environ, "PYTHONPATH": str(
-                                      engine_root)})
+                                  timeout=timeout, env={**env, "PYTHONPATH": str(engine_root)})
             print(proc.stdout)
             print(proc.stderr, file=sys.stderr)
         except subprocess.TimeoutExpired:
