@@ -2,7 +2,8 @@
 
 `gradescope_memory.measure_run` runs the built zip's run_autograder in a fresh memory cgroup
 (root on this machine makes one); the test checks the figures are real (the cgroup saw at
-least what torch needs in two processes) and that the run still grades.
+least one torch), that the grading process and the fork server hold one torch between them,
+and that the run still grades.
 """
 from __future__ import annotations
 
@@ -38,14 +39,16 @@ def test_one_run_is_measured_in_its_cgroup(zip_path):
                     python=sys.executable, student_file="attention.py")
     assert m.results is not None and m.results["score"] == 35.0
     assert m.cgroup_peak is not None, m.why_no_cgroup
-    # torch alone is ~140 MiB of anonymous memory per process that imports it
-    assert 200 * MiB < m.anon_peak <= m.cgroup_peak
-    assert m.pss_peak > 200 * MiB
+    # torch is ~140 MiB of anonymous memory per process that imports it: the grading process
+    # and the fork server share one copy (two copies made it ~320 MiB)
+    assert 140 * MiB < m.anon_peak <= m.cgroup_peak
+    assert m.anon_peak < 260 * MiB, m.summary()
+    assert m.pss_peak > 140 * MiB
     assert "MiB in its memory cgroup" in m.summary()
 
 
 def test_without_a_cgroup_the_figure_says_so(zip_path):
     m = measure_run(zip_path, SUBMISSIONS / "correct" / "reference_style.py",
                     python=sys.executable, student_file="attention.py", use_cgroup=False)
-    assert m.cgroup_peak is None and m.pss_peak > 200 * MiB
+    assert m.cgroup_peak is None and m.pss_peak > 140 * MiB
     assert "summed PSS of its processes; no cgroup: not asked for" in m.summary()
