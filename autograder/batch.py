@@ -99,7 +99,8 @@ class ResultCache:
 
 def grade_class(assignment: Assignment, students: list[Student], *, out: Path | None,
                 jobs: int, sandbox_level: str, limits: Limits, progress: bool = True,
-                questions: list[str] | None = None, public_only: bool = False) -> list[Graded]:
+                questions: list[str] | None = None, public_only: bool = False,
+                share_torch: bool = False) -> list[Graded]:
     """Grade every student once (cached results reused); returns results in class order."""
     from .sandbox import choose_level
 
@@ -132,15 +133,19 @@ def grade_class(assignment: Assignment, students: list[Student], *, out: Path | 
             continue
         todo.append((i, key))
 
+    if todo:
+        sandbox_level = choose_level(sandbox_level)   # refuse here, before any process starts
+    grader = _Grader(assignment, sandbox_level, limits, questions, public_only, cache)
+    grader.share_torch = share_torch
+    if todo and share_torch and min(jobs, len(todo)) <= 1:
+        # Forked from this process while it runs no other thread (the progress bar has one).
+        grader.start_sandbox()
     bar = None
     if todo and progress:
         from tqdm import tqdm
 
         bar = tqdm(total=len(todo), unit="sub", desc="grading", dynamic_ncols=True,
                    smoothing=0.1, disable=None)  # None: only on a terminal
-    if todo:
-        sandbox_level = choose_level(sandbox_level)   # refuse here, before any process starts
-    grader = _Grader(assignment, sandbox_level, limits, questions, public_only, cache)
     try:
         for i, result in _grade_all(grader, [(i, students[i].file, key) for i, key in todo],
                                     jobs):
@@ -169,12 +174,20 @@ class _Grader:
         self.questions, self.public_only, self.cache, self.slot = \
             questions, public_only, cache, slot
         self.sandbox = None
+        self.share_torch = False     # fork the first fork server from this process
+        self._started = False
 
     def start_sandbox(self) -> None:
         from .sandbox import Sandbox
 
         if self.sandbox is None:
-            self.sandbox = Sandbox(self.sandbox_level, slot=self.slot, wait=False)
+            # Only a first start can share this process's torch: later ones (after a fault)
+            # come from a process that has read the reference and the hidden cases.
+            share = self.share_torch and not self._started and \
+                _nothing_secret_loaded(self.assignment)
+            self._started = True
+            self.sandbox = Sandbox(self.sandbox_level, slot=self.slot, wait=False,
+                                   share_torch=share)
 
     def grade(self, file: Path, key: str | None) -> SubmissionResult:
         """One submission's row, whatever happens while grading it (`grade_submission` already
@@ -215,6 +228,24 @@ class _Grader:
         if self.sandbox is not None:
             self.sandbox.close()
             self.sandbox = None
+
+
+def _nothing_secret_loaded(assignment: Assignment) -> bool:
+    """Whether this process has read none of the assignment's private files yet (question
+    files, snapshots, the reference, the mistakes catalogue): then a fork of it holds nothing
+    a student may not see."""
+    from .runner import load_question_file
+
+    if load_question_file.cache_info().currsize or _version_of.cache_info().currsize:
+        return False
+    private = [str(assignment.root.resolve())]
+    if assignment.reference_path is not None:
+        private.append(str(Path(assignment.reference_path).resolve().parent))
+    for module in list(sys.modules.values()):
+        file = getattr(module, "__file__", None)
+        if file and any(os.path.realpath(file).startswith(p + os.sep) for p in private):
+            return False
+    return True
 
 
 def _internal_error(result: SubmissionResult) -> bool:

@@ -69,7 +69,7 @@ def _time(cmd: list[str], **kw) -> float:
 
 
 def run(assignment_name: str, corpus: Path, n: int, jobs: int, otter_sample: int,
-        repeats: int = 5) -> int:
+        repeats: int = 5, gradescope_limit: int = 0) -> int:
     from .assignment import load_assignment
 
     assignment = load_assignment(assignment_name)
@@ -134,6 +134,8 @@ def run(assignment_name: str, corpus: Path, n: int, jobs: int, otter_sample: int
                   f"{hostile_peak / 2**20:.0f} MiB for {len(hostile)} forged-reply ones "
                   f"({statuses}); a reply may add at most ~420 MiB (sandbox/wire.py)")
 
+        gradescope_memory(assignment, corpus, work, gradescope_limit)
+
         otter_zip = _otter_zip(assignment, work)
         if otter_zip is not None and otter_sample > 0:
             sample = sorted(cls.glob("*.py"))[:otter_sample]
@@ -161,6 +163,39 @@ def run(assignment_name: str, corpus: Path, n: int, jobs: int, otter_sample: int
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0
+
+
+# A correct submission that also keeps a tensor of this size alive: the room a student has.
+ROOM_TENSOR_MB = 400
+
+
+def gradescope_memory(assignment, corpus: Path, work: Path, limit_mib: int = 0) -> None:
+    """Print the peak memory of one Gradescope run (the zip's run_autograder on a correct
+    submission); with `limit_mib`, also what a correct submission holding a 400 MB tensor
+    gets under that container limit."""
+    from .build import build_gradescope
+    from .gradescope_memory import measure_run
+
+    correct = sorted((corpus / "correct").glob("*.py"))
+    if not correct:
+        print("gradescope run: not measured (no correct submission in the corpus)")
+        return
+    (work / "gs").mkdir()
+    zip_path = build_gradescope(assignment, work / "gs")
+    m = measure_run(zip_path, correct[0], python=sys.executable,
+                    student_file=assignment.student_file)
+    print(f"gradescope run, peak memory (one correct submission, no limit): {m.summary()}")
+    if limit_mib:
+        big = work / "gs" / "room.py"
+        big.write_text(correct[0].read_text() + "\n\n# Holds a large tensor for the whole run.\n"
+                       f"import torch as _t\n_ROOM = _t.ones({ROOM_TENSOR_MB} * 2**20 // 4)\n")
+        m = measure_run(zip_path, big, python=sys.executable,
+                        student_file=assignment.student_file, limit_mib=limit_mib)
+        statuses = {}
+        for t in (m.results or {}).get("tests", []):
+            statuses[t["name"]] = f"{t['score']:g}/{t['max_score']:g}"
+        print(f"gradescope run under a {limit_mib} MiB limit, a correct submission holding a "
+              f"{ROOM_TENSOR_MB} MB tensor: {m.summary()}; {statuses}")
 
 
 def trusted_peak(assignment_name: str, folder: Path) -> tuple[int, str]:

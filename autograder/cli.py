@@ -126,7 +126,8 @@ def cmd_grade(args) -> int:
     try:
         graded = grade_class(assignment, students, out=out, jobs=args.jobs or os.cpu_count() or 1,
                              sandbox_level=args.sandbox, limits=limits,
-                             questions=args.question or None, public_only=args.public_only)
+                             questions=args.question or None, public_only=args.public_only,
+                             share_torch=args.share_torch)
     except SandboxError as e:
         print(f"autograder: {e}", file=sys.stderr)
         return 3
@@ -340,7 +341,7 @@ def cmd_benchmark(args) -> int:
         print(f"autograder: corpus folder {corpus} not found", file=sys.stderr)
         return 2
     return run(args.assignment, corpus, args.n, args.jobs or os.cpu_count() or 1,
-               args.otter_sample)
+               args.otter_sample, gradescope_limit=args.gradescope_limit)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -373,6 +374,10 @@ def build_parser() -> argparse.ArgumentParser:
                                  "grade each git repository's last commit at or before it")
     g.add_argument("--late-policy", help="accept late commits at a cost, e.g. 10%%/day,max=50%% "
                                          "(in adjusted_total; needs --due)")
+    g.add_argument("--share-torch", action="store_true",
+                   help="fork the sandbox's fork server from the grading process once torch is "
+                        "imported, before anything secret is read, so both share torch's "
+                        "memory (user and rlimits levels; used on Gradescope)")
     g.set_defaults(func=cmd_grade)
 
     r = sub.add_parser("classroom", help="one question's public cases in the runner format of "
@@ -390,6 +395,9 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--n", type=int, default=200, help="class size")
     m.add_argument("--jobs", type=int, default=0)
     m.add_argument("--otter-sample", type=int, default=3)
+    m.add_argument("--gradescope-limit", type=int, default=0, metavar="MIB",
+                   help="also grade a correct submission holding a 400 MB tensor under this "
+                        "container memory limit (Gradescope's default: 768)")
     m.set_defaults(func=cmd_benchmark)
 
     s = sub.add_parser("snapshot", help="record public expected values from the reference")

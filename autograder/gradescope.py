@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -169,24 +170,49 @@ def run(root: Path, assignment_arg: str) -> dict:
     except Exception as e:  # noqa: BLE001 - a broken setup still writes a results.json
         return _write(results_dir, failure_results(f"The autograder is misconfigured ({e}); "
                                                    "tell your instructor."))
+    try:
+        return _grade(root, results_dir, assignment, visibility)
+    except Exception as e:  # noqa: BLE001 - whatever fails, the student gets a results.json
+        print(f"autograder.gradescope: {type(e).__name__}: {e}", file=sys.stderr)
+        return _write(results_dir, failure_results(
+            "The autograder failed while grading this submission (an error of the grader, "
+            "not of your code); tell your instructor.", assignment))
+
+
+KILLED_MESSAGE = ("The grader was killed (SIGKILL) before it finished: most likely the container "
+                  "ran out of memory. If your code keeps very large tensors, free them; "
+                  "otherwise tell your instructor.")
+
+
+def _grade(root: Path, results_dir: Path, assignment: Assignment, visibility: str) -> dict:
     path, notes = pick_submission(root / "submission", assignment.student_file)
     if path is None:
         return _write(results_dir, failure_results("\n".join(notes), assignment))
     engine_root = PROJECT_ROOT   # the folder holding the `autograder` package
     with tempfile.TemporaryDirectory() as tmp:
         grade_json = Path(tmp) / "grade.json"
+        # One torch for the grading process and the sandbox's fork server (forked from it),
+        # which is what leaves room for the student in a 768 MB container; the grading
+        # process's environment is the fork server's memory too, so it gets only what it needs.
         cmd = [sys.executable, "-m", "autograder", "grade", "-a", str(assignment.root),
-               str(path), "--json", str(grade_json), "--feedback"]
+               str(path), "--json", str(grade_json), "--feedback", "--share-torch",
+               "--sandbox", os.environ.get("AUTOGRADER_SANDBOX", "auto")]
         timeout = assignment.limits.submission_seconds * 3 + 300
+        env = {k: os.environ[k] for k in ("PATH", "LANG", "LC_ALL", "HOME", "TMPDIR")
+               if k in os.environ}
+        # Half a CPU: one thread each for the numerical libraries, and no thread pool running
+        # when the fork server is forked (a fork keeps only the calling thread).
+        env.update({"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"})
         try:
             proc = subprocess.run(cmd, cwd=engine_root, capture_output=True, text=True,
-                                  timeout=timeout, env={**os.environ, "PYTHONPATH": str(
-                                      engine_root)})
+                                  timeout=timeout, env={**env, "PYTHONPATH": str(engine_root)})
             print(proc.stdout)
             print(proc.stderr, file=sys.stderr)
         except subprocess.TimeoutExpired:
             return _write(results_dir, failure_results(
                 "Grading took too long and was stopped; tell your instructor.", assignment))
+        if proc.returncode == -signal.SIGKILL:
+            return _write(results_dir, failure_results(KILLED_MESSAGE, assignment))
         if proc.returncode != 0 or not grade_json.is_file():
             return _write(results_dir, failure_results(
                 "The autograder failed before it could grade this submission; tell your "
@@ -198,7 +224,11 @@ def run(root: Path, assignment_arg: str) -> dict:
 
 
 def _write(results_dir: Path, results: dict) -> dict:
-    (results_dir / "results.json").write_text(json.dumps(results, indent=2))
+    # Whole or not at all: run_autograder falls back on its own message when the file is absent
+    # or unreadable (this process killed while writing, say).
+    tmp = results_dir / "results.json.tmp"
+    tmp.write_text(json.dumps(results, indent=2))
+    os.replace(tmp, results_dir / "results.json")
     return results
 
 

@@ -13,7 +13,7 @@ import subprocess
 import tempfile
 import time
 
-from . import procfs
+from . import procfs, shared_start
 from .errors import SandboxError
 from .levels import (BASE_UID, LEVEL_DESCRIPTIONS, SANDBOX_ENGINE_ROOT, SCRUBBED_ENV,
                      bwrap_command, choose_level, file_view, forkserver_command, project_root)
@@ -26,17 +26,22 @@ class Sandbox:
     """One fork server; workers are created from it one submission at a time."""
 
     def __init__(self, level: str = "auto", slot: int = 0, wait: bool = True,
-                 pid_namespaces: bool = True, worker_namespaces: bool = True):
+                 pid_namespaces: bool = True, worker_namespaces: bool = True,
+                 share_torch: bool = False):
         """`pid_namespaces=False` keeps workers out of PID namespaces of their own even where
         they are possible (the fork server then kills what they leave as a subreaper);
         `worker_namespaces=False` likewise out of mount and IPC namespaces of their own (the
-        fork server then removes what they leave). Both to try the fallbacks."""
+        fork server then removes what they leave). Both to try the fallbacks.
+        `share_torch`: at the `user` and `rlimits` levels, import torch here and fork the fork
+        server from this process (`shared_start.py`): the caller vouches that this process
+        holds nothing secret yet."""
         self.level = choose_level(level)
         self.root = os.geteuid() == 0
         self.uid = BASE_UID + slot if self.root else None
         self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         fd = theirs.fileno()
         self._stage: str | None = None
+        args: tuple = (pid_namespaces, None, None, False, worker_namespaces)
         if self.level == "namespaces":
             cmd = bwrap_command(forkserver_command(fd, SANDBOX_ENGINE_ROOT, pid_namespaces,
                                                    owns_tmp=True,
@@ -46,6 +51,8 @@ class Sandbox:
             # No bubblewrap: the fork server makes the same file system itself, on an empty
             # folder of ours (removed at close), before any worker exists.
             self._stage = tempfile.mkdtemp(prefix="autograder-root-")
+            args = (pid_namespaces, file_view(str(project_root())), self._stage, False,
+                    worker_namespaces)
             cmd = forkserver_command(fd, str(project_root()), pid_namespaces,
                                      file_view(str(project_root())), self._stage,
                                      worker_namespaces=worker_namespaces)
@@ -54,9 +61,20 @@ class Sandbox:
                                      worker_namespaces=worker_namespaces)
         # The fork server's own errors go to a file: a pipe nobody reads could fill and block.
         self.errors = tempfile.TemporaryFile()
-        self.proc = subprocess.Popen(cmd, pass_fds=[fd], env=SCRUBBED_ENV, cwd="/",
-                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=self.errors)
+        self.shared = False
+        why_not = shared_start.can_share() if share_torch and self.level != "namespaces" \
+            else "not asked for"
+        if why_not is None:
+            shared_start.import_torch()
+            pid = os.fork()
+            if pid == 0:
+                shared_start.become_forkserver(fd, self.errors.fileno(), args)
+            self.proc = shared_start.ForkedProcess(pid)
+            self.shared = True
+        else:
+            self.proc = subprocess.Popen(cmd, pass_fds=[fd], env=SCRUBBED_ENV, cwd="/",
+                                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                         stderr=self.errors)
         theirs.close()
         self._buf = b""
         self._next_id = 0
@@ -68,6 +86,8 @@ class Sandbox:
             self.description = LEVEL_DESCRIPTIONS["namespaces-userns"]
         else:
             self.description = LEVEL_DESCRIPTIONS[self.level]
+        if self.shared:
+            self.description += "; fork server forked from the grading process (one torch)"
         if wait:
             self.wait_ready()
 

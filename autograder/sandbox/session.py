@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
-from . import wire
+from . import cgroup, wire
 from .limits import Limits
 from .protocol import decode_error, decode_outcome
 from .client import Sandbox
@@ -158,11 +158,20 @@ class WorkerSession:
             self.reader.deadline = deadline
             return self.reader.message()
         except socket.timeout:
+            # Read before the worker is killed (that frees what it held): a container at its
+            # memory limit evicts the code every process runs, and everything crawls.
+            crowded = cgroup.pressure()
             info = self._stop()
             if info.get("vm_peak", 0) >= 0.9 * self.memory_bytes or info.get("scratch_full"):
                 raise WorkerStopped("memory", f"memory limit: {doing} used all the memory "
                                               f"allowed ({self.limits.memory_mb} MB above the "
                                               "baseline) and then ran out of time") from None
+            if crowded is not None:
+                raise WorkerStopped("memory", f"memory limit: {doing} ran out of time while the "
+                                              "grader's container was out of memory ("
+                                              f"{cgroup.describe(crowded)} in use); hold less "
+                                              "memory (large tensors kept at the top level of "
+                                              "your file count too)") from None
             limit = ("the whole submission" if deadline >= self.started +
                      self.limits.submission_seconds - 1e-6 else "this question")
             seconds = (self.limits.submission_seconds if limit == "the whole submission"

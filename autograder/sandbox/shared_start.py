@@ -1,0 +1,127 @@
+"""Starting the fork server as a fork of the grading process, so both share one torch.
+
+Every process that imports torch holds about 140 MiB of its own anonymous memory (the C++
+operator registry, the Python modules) before it computes anything. A grading process and a
+fork server started apart hold two copies; in a 768 MB container (Gradescope) that is the room
+a student's tensors would need. Forked after `import torch`, the fork server shares those pages
+copy-on-write with the grading process, and its workers share them too.
+
+Only the `user` and `rlimits` levels can start this way (bubblewrap must exec), and only at the
+grading process's first start, before it has read anything secret: the caller checks that
+(`batch._nothing_secret_loaded`). In the child, before the fork server's own set-up (which
+then builds its file system and drops to the sandbox's view as usual): default signal
+handlers, stdin/stdout on /dev/null, stderr to the errors file, every other descriptor closed,
+the working directory `/`, the scrubbed environment, and the grading process's original
+environment and command line overwritten in memory (`/proc/<pid>/environ` and `cmdline` read
+that memory). A worker can still read anything the grading process held in memory before the
+fork, freed or not: the engine's own code, the assignment's public settings, and copies of its
+environment and arguments. So the grading process must be started with nothing secret in them:
+`autograder.gradescope` gives it a minimal environment (PATH, locale, HOME, thread counts).
+"""
+from __future__ import annotations
+
+import gc
+import os
+import signal
+import threading
+
+from .levels import SCRUBBED_ENV
+
+
+def can_share() -> str | None:
+    """None if this process may fork the fork server now, else why not."""
+    if threading.active_count() != 1:
+        return "the grading process runs other threads"
+    try:
+        if len(os.listdir("/proc/self/task")) != 1:
+            return "the grading process runs native threads"
+    except OSError:
+        return "no /proc"
+    return None
+
+
+def import_torch() -> None:
+    """Import torch here, one intra-op thread (no pool started: nothing has run yet)."""
+    import torch
+
+    torch.set_num_threads(1)
+    gc.collect()
+    # The objects so far move out of the collector's reach: a collection in either process
+    # would otherwise write to, and so copy, every page of the shared heap.
+    gc.freeze()
+
+
+class ForkedProcess:
+    """The part of `subprocess.Popen` the sandbox uses, for a forked child."""
+
+    def __init__(self, pid: int):
+        self.pid = pid
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            try:
+                done, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:
+                done, status = self.pid, 0
+            if done:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        import subprocess
+        import time
+
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            if deadline is not None and time.monotonic() >= deadline:
+                raise subprocess.TimeoutExpired(f"fork server {self.pid}", timeout)
+            time.sleep(0.01)
+        return self.returncode  # type: ignore[return-value]
+
+    def kill(self) -> None:
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def _overwrite_own(field_start: int, field_end: int) -> None:
+    """Zero a range of this process's memory named by /proc/self/stat (1-based fields)."""
+    with open("/proc/self/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    # fields[0] is the 3rd field of the line (the state)
+    start, end = int(fields[field_start - 3]), int(fields[field_end - 3])
+    if 0 < start < end and end - start < 1 << 24:
+        with open("/proc/self/mem", "r+b", buffering=0) as mem:
+            mem.seek(start)
+            mem.write(b"\0" * (end - start))
+
+
+def become_forkserver(control_fd: int, errors_fd: int, args: tuple) -> None:
+    """In the forked child: leave the grading process behind, then serve as the fork server
+    (`forkserver.main(control_fd, *args)`). Never returns."""
+    code = 70
+    try:
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE, signal.SIGCHLD):
+            signal.signal(sig, signal.SIG_DFL)
+        devnull = os.open(os.devnull, os.O_RDWR)
+        os.dup2(devnull, 0)
+        os.dup2(devnull, 1)
+        os.dup2(errors_fd, 2)
+        for fd in (devnull, errors_fd):
+            if fd > 2 and fd != control_fd:
+                os.close(fd)
+        os.closerange(3, control_fd)
+        os.closerange(control_fd + 1, 65536)
+        os.chdir("/")
+        _overwrite_own(50, 51)     # env_start, env_end: the original environment
+        _overwrite_own(48, 49)     # arg_start, arg_end: the original command line
+        os.environ.clear()
+        os.environ.update(SCRUBBED_ENV)
+        from .forkserver import main
+
+        main(control_fd, *args)
+        code = 0
+    finally:
+        os._exit(code)
