@@ -17,7 +17,8 @@ import torch
 import torch.nn.functional as F
 
 from autograder.diagnose import (Catalogue, all_of, any_of, changed_input,
-                                 equals_expected_transposed, expected_dtype, forbidden_call,
+                                 equals_expected_transposed, expected_dtype, float32_rounding,
+                                 forbidden_call,
                                  gradient_cut, lowered_precision, mixed_precision_error,
                                  nan_only_on_large_inputs, sums_to_one_along,
                                  values_right_dtype_wrong)
@@ -511,6 +512,13 @@ catalogue.rule(
     name="float64 inputs converted to float32",
     hint="Keep the input's dtype: no `.float()` or `dtype=torch.float32`; new tensors can "
          "take `dtype=x.dtype`.")
+
+catalogue.rule(
+    "float32_rounding", when=float32_rounding,
+    name="float32 rounding inside float64 maths",
+    hint="Your float64 result carries float32 rounding: a float32 constant or cast entered the "
+         "computation, e.g. `torch.tensor(d_k)` or `torch.FloatTensor([d])` (both float32). "
+         "Use `math.sqrt(d_k)` for a plain number, or create tensors with `dtype=x.dtype`.")
 
 catalogue.rule(
     "inplace_input", when=changed_input,
