@@ -216,6 +216,25 @@ def _(ref, q, k, v, mask=None):
     return _attention(ref, q, k, v, mask, fill=0.0)
 
 
+@mistake("mask_fill_too_small", "scaled_dot_product_attention",
+         name="blocked scores filled with -1e4, which large scores outweigh",
+         hint="A finite fill only blocks when it is far below every real score: with scores of "
+              "size 1e4 a blocked position filled with (or shifted by) -1e4 still gets weight. "
+              "Use `float('-inf')`, `-1e9` or `torch.finfo(scores.dtype).min`.")
+def _(ref, q, k, v, mask=None):
+    return _attention(ref, q, k, v, mask, fill=-1e4)
+
+
+@mistake("mask_fill_too_small", "scaled_dot_product_attention", alternative=1)
+def _(ref, q, k, v, mask=None):
+    """The additive form of old tutorials: scores + mask * -10000."""
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores + mask.to(scores.dtype) * -1e4
+    weights = ref.softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
 @mistake("mask_ignored", "scaled_dot_product_attention",
          name="the mask is never applied",
          hint="When `mask` is given, fill the blocked scores with -inf before the softmax: "
