@@ -301,6 +301,10 @@ class Question:
                          f"dimensions; {swap} swaps the last two)")
             if self.shape_hint:
                 hint += f"; {self.shape_hint}"
+        if "values to unpack" in message and _UNPACKS_SHAPE.search(str(err.get("code") or "")):
+            hint = ("; a shape assumption: this line unpacks a fixed number of dimensions, but "
+                    "inputs may have extra leading dimensions (or none): `*lead, T, d = x.shape` "
+                    "takes any number")
         if "in-place operation" in message:
             hint = ("; your code changes a tensor in place (`x -= ...`, `x[...] = ...`, "
                     "`.add_()`), which breaks autograd: compute a new tensor instead")
@@ -361,6 +365,9 @@ _SHAPE_ERRORS = ("must match the size", "cannot be multiplied", "size mismatch",
 
 # `.T`, `.t()`, `np.transpose(x)` and `.transpose()` without axes reverse every dimension.
 _REVERSE_ALL = re.compile(r"\.T\b|\.t\(\)|\.transpose\(\)|np\.transpose\([^,()]*\)")
+
+# Unpacking a shape (`B, T, C = x.size()`): a ValueError that is really about dimensions.
+_UNPACKS_SHAPE = re.compile(r"=\s*[\w.\[\]]*\.(shape|size\(\))")
 
 ERROR_LINES = 4        # lines of a multi-line error message shown under its first
 ERROR_CHARS = 400      # and the length of all of them together

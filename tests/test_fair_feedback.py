@@ -269,3 +269,11 @@ def test_every_output_indents_the_rest_of_a_multi_line_error():
     assert terminal[2].strip() == "second" and terminal[2].startswith(" " * 8)
     assert "\n  - second" in feedback_markdown(sub, "s.py")
     assert "\n           second" in question_output(q.to_json(), qid="softmax")
+
+
+def test_unpacking_a_shape_gets_a_shape_hint_and_other_unpacking_does_not(questions):
+    _, attention_q = questions
+    msg = "not enough values to unpack (expected 3, got 2)"
+    hinted = _raise(attention_q, "multi_head_attention", msg, "B, T, C = x.size()")
+    assert "extra leading dimensions" in hinted and "*lead, T, d = x.shape" in hinted
+    assert "shape" not in _raise(attention_q, "multi_head_attention", msg, "a, b, c = pair")
