@@ -1,7 +1,7 @@
 # mistake: an additive mask bias of -10000 (as in early BERT code): with scores of size 1e4, blocked positions still get weight
 # loses: mask
 # keeps: softmax, attention, split_heads, multi_head, block, concepts
-# hint:
+# hint: values
 """Early-BERT style additive mask, in NumPy: scores + mask * -10000.0. Fine for small scores;
 a bias of -1e4 does not block a position whose score is 1e4 above the others."""
 import math
