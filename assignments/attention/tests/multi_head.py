@@ -57,11 +57,12 @@ def cross_attention(multi_head_attention):
 
 @test_case(name="a single head; extra leading dimensions (4-D x)", points=1, hidden=True)
 def one_head(multi_head_attention):
-    """The contract's `(..., T, d_model)`: code that unpacks `B, T, D = x.shape` fails on 4-D."""
+    """The contract's `(..., T, d_model)`: code that unpacks `B, T, D = x.shape` fails on 4-D
+    (one head, no mask: this case tests the leading dimensions, not the heads or the mask)."""
     q.check("multi_head_attention", multi_head_attention, randn(4, 6, seed=506),
             attention_params(6, seed=507), 1, seed=17)
     q.check("multi_head_attention", multi_head_attention, randn(2, 3, 5, 8, seed=510),
-            attention_params(8, seed=511), 2, mask=future_mask(5), seed=19)
+            attention_params(8, seed=511), 1, seed=19)
 
 
 @test_case(name="many heads with a padding mask, float64", points=1, hidden=True)
