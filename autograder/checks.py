@@ -181,17 +181,10 @@ def input_precision_slack(kind: str | None, arrays: list,
         raise ValueError(f"input_precision must be one of {INPUT_PRECISION_KINDS}, not {kind!r}")
     largest: dict[str, float] = {}
     for a in arrays:
-        if isinstance(a, np.ndarray) and a.dtype.kind != "f" or \
-                not isinstance(a, (torch.Tensor, np.ndarray)):
-            continue
-        t = as_tensor(a)
-        if not t.is_floating_point() or t.numel() == 0:
-            continue
-        x = torch.Tensor.detach(t).double().abs()
-        x = x[torch.isfinite(x)]
-        if x.numel():
-            name = dtype_name(t)
-            largest[name] = max(largest.get(name, 0.0), float(x.max()))
+        m = largest_magnitude(a)
+        if m > 0:
+            name = dtype_name(a)
+            largest[name] = max(largest.get(name, 0.0), m)
     return {name: ulps * ulp_of(m, name) for name, m in largest.items()}
 
 
