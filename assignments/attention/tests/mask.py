@@ -10,7 +10,9 @@ name = "mask"
 points = 6
 
 q = Question(name, forbidden=["torch.nn.functional.scaled_dot_product_attention",
-                              "autograd.ScaledDotProductFlashAttentionForCpuBackward0"])
+                              "autograd.ScaledDotProductFlashAttentionForCpuBackward0"],
+             shape_hint="the scores are (..., Tq, Tk) and Tq != Tk in some cases; the mask "
+                        "broadcasts against them")
 weights_sum = rows_sum_to_one(item=1)
 
 
