@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any, Sequence
@@ -73,10 +74,17 @@ class Question:
     """One question of an assignment: its forbidden library calls, tolerances, and `check`."""
 
     def __init__(self, name: str, *, forbidden: Sequence[str] = (),
-                 tolerance: dict | None = None, assignment: Assignment | None = None):
+                 tolerance: dict | None = None, input_precision: str | None = None,
+                 shape_hint: str | None = None, assignment: Assignment | None = None):
         self.name = name
         self.forbidden = list(forbidden)
         self.tolerance = tolerance or {}
+        # How the inputs' own precision widens each case's tolerances (checks.
+        # INPUT_PRECISION_KINDS); checked here so that a typo fails when the file loads.
+        checks.input_precision_slack(input_precision, [])
+        self.input_precision = input_precision
+        # Said under a shape error of this question's functions, where it applies.
+        self.shape_hint = shape_hint
         # otter executes question files with `compile(source, path)`: the caller's code object
         # knows the file even where `__file__` is not set.
         self._file = sys._getframe(1).f_code.co_filename
@@ -135,6 +143,9 @@ class Question:
         `grad`), that no input was changed in place, and that no forbidden call was made.
         """
         labels = self._labels(fn_name)
+        slack = checks.input_precision_slack(self.input_precision,
+                                             [a for _, a in iter_arrays((args, kwargs))])
+        tolerance = checks.widen(self.tolerance, self.input_precision, slack)
         if expected is not None:
             exp = _snapshot_outcome(self.assignment, self.name, expected.key, fn_name, args,
                                     kwargs, seed, grad)
@@ -145,12 +156,12 @@ class Question:
         got = self._student_outcome(fn_name, student, args, kwargs, exp["upstream"], grad)
         # Kept for naming a known mistake later (autograder.diagnose), in this trusted process.
         record = diagnose.CheckRecord(self.assignment, self.name, fn_name, args, kwargs, exp, got,
-                                      seed, grad, large_inputs, self.tolerance)
+                                      seed, grad, large_inputs, tolerance)
         numpy_inputs = _has_numpy((args, kwargs))
         try:
             self._raise_for_status(fn_name, got, numpy_inputs)
             problems = self._compare(exp, got, labels, props, (args, kwargs), large_inputs,
-                                     numpy_inputs)
+                                     numpy_inputs, tolerance, slack)
             if problems:
                 raise CheckFailed(problems)
         except CheckFailed as e:
@@ -279,22 +290,32 @@ class Question:
         if status == "memory":
             raise CheckFailed([Problem("memory", f"{fn_name} ran out of memory{where}: "
                                                  f"{err.get('message')}")], status=CaseStatus.MEMORY)
-        hint = ""
         message = str(err.get("message"))
+        hint = ""
         if any(m in message for m in _SHAPE_ERRORS):
-            swap = "`np.swapaxes(k, -2, -1)`" if numpy_inputs else "`.transpose(-2, -1)`"
-            hint = ("; a shape mismatch: check the shapes on that line when inputs have extra "
-                    "leading dimensions or Tq != Tk (`.T` reverses every dimension; "
-                    f"{swap} swaps the last two)")
+            hint = "; a shape mismatch: check the shapes on that line"
+            code = str(err.get("code") or "")
+            if _REVERSE_ALL.search(code):
+                swap = "`np.swapaxes(k, -2, -1)`" if numpy_inputs else "`.transpose(-2, -1)`"
+                hint += (f" (`.T` reverses every dimension, which breaks extra leading "
+                         f"dimensions; {swap} swaps the last two)")
+            if self.shape_hint:
+                hint += f"; {self.shape_hint}"
+        if "values to unpack" in message and _UNPACKS_SHAPE.search(str(err.get("code") or "")):
+            hint = ("; a shape assumption: this line unpacks a fixed number of dimensions, but "
+                    "inputs may have extra leading dimensions (or none): `*lead, T, d = x.shape` "
+                    "takes any number")
         if "in-place operation" in message:
             hint = ("; your code changes a tensor in place (`x -= ...`, `x[...] = ...`, "
                     "`.add_()`), which breaks autograd: compute a new tensor instead")
+        first, _, rest = tidy_error(message).partition("\n")
         raise CheckFailed([Problem("error", f"{fn_name} raised {err.get('type')}: "
-                                            f"{err.get('message')}{where}{hint}")],
+                                            f"{first}{where}{hint}" + (f"\n{rest}" if rest else ""))],
                           status=CaseStatus.ERROR)
 
     def _compare(self, exp: dict, got: dict, labels: Labels, props, inputs,
-                 large_inputs: bool, numpy_inputs: bool) -> list[Problem]:
+                 large_inputs: bool, numpy_inputs: bool, tolerance: dict,
+                 slack: dict[str, float]) -> list[Problem]:
         what = f"the output of {labels.function}"
         expected, output = exp["output"], got["output"]
         problems = checks.compare_structure(expected, output, what)
@@ -309,7 +330,7 @@ class Question:
             for p in path:
                 g = g[p]
             name = what if not path else _item_name(self.assignment, labels.function, path)
-            problems += checks.compare_tensor(e, g, name, tolerance=self.tolerance,
+            problems += checks.compare_tensor(e, g, name, tolerance=tolerance,
                                               large_inputs=large_inputs,
                                               input_dtypes=_float_dtypes(inputs))
             if problems:
@@ -326,8 +347,12 @@ class Question:
         if prop_problems:
             return prop_problems[:1]
         if exp.get("grads") is not None:
-            return checks.compare_gradients(exp["grads"], got["grads"], got["grad_error"], labels,
-                                            self.tolerance)
+            scale = max((checks.largest_magnitude(e) for _, e in iter_arrays(expected)),
+                        default=0.0) * max((checks.largest_magnitude(u) for _, u in
+                                            iter_arrays(exp.get("upstream"))), default=0.0)
+            return checks.compare_gradients(
+                exp["grads"], got["grads"], got["grad_error"], labels,
+                checks.widen(self.tolerance, self.input_precision, slack, atol_scale=scale))
         return []
 
 
@@ -343,6 +368,32 @@ def _float_dtypes(value: Any) -> set[str]:
     """The floating-point dtypes of the arrays among a case's inputs."""
     return {checks.dtype_name(a) for _, a in iter_arrays(value)
             if checks.dtype_name(a).startswith(("float", "bfloat"))}
+
+
+# `.T`, `.t()`, `np.transpose(x)` and `.transpose()` without axes reverse every dimension.
+_REVERSE_ALL = re.compile(r"\.T\b|\.t\(\)|\.transpose\(\)|np\.transpose\([^,()]*\)")
+
+# Unpacking a shape (`B, T, C = x.size()`): a ValueError that is really about dimensions.
+_UNPACKS_SHAPE = re.compile(r"=\s*[\w.\[\]]*\.(shape|size\(\))")
+
+ERROR_LINES = 4        # lines of a multi-line error message shown under its first
+ERROR_CHARS = 400      # and the length of all of them together
+
+
+def tidy_error(message: str) -> str:
+    """A library's error text as one readable block: its first line, then up to `ERROR_LINES`
+    more, indented, within `ERROR_CHARS` characters (torch's messages can run to pages)."""
+    lines = [line.rstrip() for line in message.strip().splitlines() if line.strip()]
+    if not lines:
+        return ""
+    text = lines[0]
+    for line in lines[1:ERROR_LINES + 1]:
+        text += "\n    " + line.strip()
+    if len(lines) > ERROR_LINES + 1:
+        text += "\n    ..."
+    if len(text) > ERROR_CHARS:
+        text = text[:ERROR_CHARS].rstrip() + " ..."
+    return text
 
 
 def _has_numpy(value: Any) -> bool:

@@ -87,6 +87,19 @@ def fmt_num(x: float) -> str:
     return f"{x:.4g}" if abs(x) < 10 else f"{x:.4g}"
 
 
+def fmt_pair(expected: float, got: float) -> tuple[str, str]:
+    """Two numbers printed with just enough significant digits to tell them apart, so that a
+    message never says "expected X, got X" with the same X."""
+    a, b = fmt_num(expected), fmt_num(got)
+    if a != b or expected == got or not (math.isfinite(expected) and math.isfinite(got)):
+        return a, b
+    for digits in range(5, 18):
+        a, b = f"{expected:.{digits}g}", f"{got:.{digits}g}"
+        if a != b:
+            break
+    return a, b
+
+
 def fmt_index(idx) -> str:
     return "[" + ", ".join(str(int(i)) for i in idx) + "]"
 
@@ -133,6 +146,81 @@ def tolerance_for(dtype: torch.dtype, overrides: dict | None = None) -> tuple[fl
     name = str(dtype).replace("torch.", "")
     table = {**DEFAULT_TOLERANCE, **(overrides or {})}
     return table.get(name, (0.0, 0.0))
+
+
+# How the inputs' own precision widens a case's tolerances (`Question(input_precision=...)`).
+# A float input x is only known to about one unit in the last place (ulp) of its magnitude; a
+# result that moves by less than what `INPUT_ULPS` ulps of the largest input would move it is
+# as right as the inputs allow.
+#   "exponent": the inputs are exponents (logits); an absolute uncertainty d in an exponent is a
+#               relative uncertainty d in exp() of it, so the relative tolerance grows by d.
+#   "scale":    the outputs live on the inputs' scale; the absolute tolerance grows by d.
+INPUT_PRECISION_KINDS = ("exponent", "scale")
+INPUT_ULPS = 2.0
+
+
+def ulp_of(magnitude: float, dtype_name_: str) -> float:
+    """One unit in the last place of `magnitude` in a floating dtype (0 for others)."""
+    try:
+        eps = float(torch.finfo(getattr(torch, dtype_name_)).eps)
+    except (AttributeError, TypeError):
+        return 0.0
+    if not math.isfinite(magnitude) or magnitude <= 0:
+        return 0.0
+    return eps * 2.0 ** math.floor(math.log2(magnitude))
+
+
+def input_precision_slack(kind: str | None, arrays: list,
+                          ulps: float = INPUT_ULPS) -> dict[str, float]:
+    """{dtype: d}, d being `ulps` ulps of the largest finite input of that dtype: how far the
+    inputs' own precision lets a result move (see `INPUT_PRECISION_KINDS`). Empty without a
+    `kind`."""
+    if kind is None:
+        return {}
+    if kind not in INPUT_PRECISION_KINDS:
+        raise ValueError(f"input_precision must be one of {INPUT_PRECISION_KINDS}, not {kind!r}")
+    largest: dict[str, float] = {}
+    for a in arrays:
+        m = largest_magnitude(a)
+        if m > 0:
+            name = dtype_name(a)
+            largest[name] = max(largest.get(name, 0.0), m)
+    return {name: ulps * ulp_of(m, name) for name, m in largest.items()}
+
+
+def widen(tolerance: dict | None, kind: str | None, slack: dict[str, float],
+          atol_scale: float | None = None) -> dict:
+    """The question's per-dtype (rtol, atol) table widened by the inputs' precision `slack`.
+
+    For outputs (`atol_scale` None): "exponent" adds d to the relative tolerance, "scale" adds
+    d to the absolute one. For gradients, whose size is set by the upstream gradient rather
+    than by the inputs, d times `atol_scale` (the largest output times the largest upstream
+    value) is added to the absolute tolerance: a gradient of exp() carries its value's
+    relative uncertainty, times the upstream gradient."""
+    table = dict(tolerance or {})
+    for name, d in slack.items():
+        rtol, atol = table.get(name, DEFAULT_TOLERANCE.get(name, (0.0, 0.0)))
+        if atol_scale is not None:
+            extra = d * atol_scale if kind == "exponent" else d
+            table[name] = (rtol, atol + extra)
+        elif kind == "exponent":
+            table[name] = (rtol + d, atol)
+        else:
+            table[name] = (rtol, atol + d)
+    return table
+
+
+def largest_magnitude(value: Any) -> float:
+    """The largest finite absolute value in a tensor or array (0 for anything else)."""
+    if isinstance(value, np.ndarray) and value.dtype.kind != "f" or \
+            not isinstance(value, (torch.Tensor, np.ndarray)):
+        return 0.0
+    t = as_tensor(value)
+    if not t.is_floating_point() or t.numel() == 0:
+        return 0.0
+    x = torch.Tensor.detach(t).double().abs()
+    x = x[torch.isfinite(x)]
+    return float(x.max()) if x.numel() else 0.0
 
 
 def compare_structure(expected: Any, got: Any, what: str) -> list[Problem]:
@@ -270,9 +358,9 @@ def compare_values(expected: torch.Tensor, got: torch.Tensor, what: str, *,
     idx = np.unravel_index(flat, tuple(expected.shape)) if expected.ndim else ()
     max_diff = float(diff.reshape(-1)[flat])
     n = int((~close).sum())
-    where = f" (at index {fmt_index(idx)}: expected {fmt_num(float(e64[idx]))}, " \
-            f"got {fmt_num(float(g64[idx]))})" if expected.ndim else \
-            f" (expected {fmt_num(float(e64))}, got {fmt_num(float(g64))})"
+    shown_e, shown_g = fmt_pair(float(e64[idx]), float(g64[idx]))
+    where = f" (at index {fmt_index(idx)}: expected {shown_e}, got {shown_g})" \
+        if expected.ndim else f" (expected {shown_e}, got {shown_g})"
     pub = f"{what}: values differ by up to {fmt_num(max_diff)}{where}; {n} of " \
           f"{expected.numel()} values are off"
     hid = f"{what}: values differ from the reference by up to {fmt_num(max_diff)} " \

@@ -28,7 +28,8 @@ def question_lines(q: QuestionResult, *, show_passed: bool = False) -> list[str]
                 lines.append(f"       ok    {visible(c.name)}")
             continue
         tag = "hidden" if c.hidden else "case"
-        lines.append(f"       {tag:<6} '{visible(c.name)}': {visible(c.message)}")
+        lines.append(f"       {tag:<6} '{visible(c.name)}': {visible(c.first_line)}")
+        lines += [f"                 {visible(more)}" for more in c.more_lines]
         if c.hint:
             lines.append(f"             {visible(c.hint)}")
         if c.repeats:

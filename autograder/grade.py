@@ -20,6 +20,7 @@ from .sandbox.execute import describe_error, install_tripwires
 from .sandbox.limits import Limits
 from .results import SubmissionResult
 from .status import CaseStatus, QuestionStatus
+from .signatures import signature_note
 from .runner import (QuestionStopped, failed_everywhere, grade_functions, internal_error,
                      malformed_reply, tripwire_names)
 from .sandbox import Sandbox, SandboxError
@@ -160,20 +161,17 @@ def in_cell_order(notes: list[str]) -> list[str]:
 
 
 def signature_notes(assignment: Assignment, defined: dict) -> dict[str, list[str]]:
-    """Notes per question for functions whose parameters differ from the contract."""
+    """Notes per question for functions whose parameters differ from the contract in a way a
+    call can trip over (`signatures.call_problems`); a renamed parameter alone gets none."""
     notes: dict[str, list[str]] = {}
     for name, sig in assignment.api.items():
         info = defined.get(name)
         if not info or info.get("kind") != "function" or info.get("params") is None:
             continue
-        params = [p.lstrip("*") for p in info["params"]]
-        if params[: len(sig.params)] != sig.params and not any(
-                p.startswith("*") for p in info["params"]):
-            qid = assignment.question_of(name)
-            if qid:
-                notes.setdefault(qid, []).append(
-                    f"note: your `{name}` takes ({', '.join(info['params'])}); the contract is "
-                    f"{sig.render()}")
+        note = signature_note(sig, info["params"])
+        qid = assignment.question_of(name)
+        if note and qid:
+            notes.setdefault(qid, []).append(note)
     return notes
 
 

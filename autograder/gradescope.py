@@ -64,7 +64,8 @@ def question_output(q: dict, *, qid: str = "", public_only: bool = False) -> str
         if c.passed:
             continue
         if c.message:
-            lines.append(f"       {c.message}")
+            lines.append(f"       {c.first_line}")
+            lines += [f"           {more}" for more in c.more_lines]
         if c.hint:
             lines.append(f"       {c.hint}")
         if c.repeats:
@@ -109,7 +110,8 @@ def to_gradescope(submission: dict, *, visibility: str = DEFAULT_HIDDEN_VISIBILI
             total = len(view.cases) + sum(c.repeats for c in view.cases)
             out.append(f"\n{qid}: {passed}/{total} public cases pass")
             for c in view.failing:
-                out.append(f"  {c.tag} '{c.name}': {c.message}")
+                out.append(f"  {c.tag} '{c.name}': {c.first_line}")
+                out += [f"      {more}" for more in c.more_lines]
                 if c.hint:
                     out.append(f"    {c.hint}")
                 if c.repeats:

@@ -34,6 +34,16 @@ class CaseView:
         return self.status == CaseStatus.PASSED
 
     @property
+    def first_line(self) -> str:
+        """The message's first line; a library error's further lines are `more_lines`, which
+        every output shows indented under it (each output keeps a line to one line)."""
+        return self.message.split("\n", 1)[0]
+
+    @property
+    def more_lines(self) -> list[str]:
+        return [line.strip() for line in self.message.split("\n")[1:] if line.strip()]
+
+    @property
     def tag(self) -> str:
         return "hidden case" if self.hidden else "case"
 

@@ -57,7 +57,8 @@ def feedback_markdown(result: SubmissionResult, title: str) -> str:
             if c.passed:
                 lines.append(f"- ✅ {c.tag} *{md(c.name)}*")
                 continue
-            lines.append(f"- ❌ {c.tag} *{md(c.name)}*: {md(c.message)}")
+            lines.append(f"- ❌ {c.tag} *{md(c.name)}*: {md(c.first_line)}")
+            lines += [f"  - {md(more)}" for more in c.more_lines]
             if c.hint:
                 lines.append(f"  - 💡 {md(c.hint)}")
             if c.repeats:

@@ -52,7 +52,8 @@ class QuestionResult:
 
         lines = []
         for c in render_question(self).failing:
-            lines.append(f"{c.tag} '{c.name}': {c.message}")
+            lines.append(f"{c.tag} '{c.name}': {c.first_line}")
+            lines += [f"    {more}" for more in c.more_lines]
             if c.hint:
                 lines.append(f"  {c.hint}")
             if c.repeats:

@@ -122,8 +122,35 @@ def run_question(assignment: Assignment, qid: str, env: dict[str, Any], *,
     return QuestionResult(qid, cases, called=called)
 
 
+# Failing cases whose own status says the values were never the problem: a helper question's
+# mistake cannot be behind them.
+_NOT_FROM_HELPERS = (CaseStatus.FORBIDDEN, CaseStatus.NOT_ATTEMPTED)
+
+
+def _failing(q: QuestionResult) -> list:
+    return [c for c in q.cases if CaseStatus(c.status) != CaseStatus.PASSED]
+
+
+def _helper_may_explain(q: QuestionResult, helper: QuestionResult) -> bool:
+    """Whether the evidence supports blaming a failing helper question for `q`'s failures: the
+    helper fails on something other than forbidden calls (those give right values), and some
+    failing case of `q` failed on its results, without a named mistake of `q`'s own (a mistake
+    named in `q` that the helper's cases name too is the helper's)."""
+    if all(CaseStatus(c.status) in _NOT_FROM_HELPERS for c in _failing(helper)):
+        return False
+    helper_mistakes = {m for c in helper.cases for m in (c.diagnosis or [])}
+    for c in _failing(q):
+        if CaseStatus(c.status) in _NOT_FROM_HELPERS:
+            continue
+        own = [m for m in (c.diagnosis or []) if m not in helper_mistakes]
+        if not own:
+            return True
+    return False
+
+
 def add_dependency_notes(assignment: Assignment, questions: dict[str, QuestionResult]) -> None:
-    """Say when a question fails while calling a student function that fails its own question."""
+    """Say when a question fails while calling a student function that fails its own question,
+    where the helper's failure may be behind it (`_helper_may_explain`)."""
     for q in questions.values():
         if q.status == QuestionStatus.PASSED:
             continue
@@ -131,12 +158,14 @@ def add_dependency_notes(assignment: Assignment, questions: dict[str, QuestionRe
         for fn in q.called:
             other = assignment.question_of(fn)
             if other and other != q.id and other in questions and \
-                    questions[other].status != QuestionStatus.PASSED:
+                    questions[other].status != QuestionStatus.PASSED and \
+                    _helper_may_explain(q, questions[other]):
                 blamed.setdefault(other, []).append(f"`{fn}`")
         for other, fns in blamed.items():
             verb = "does" if len(fns) == 1 else "do"
-            q.notes.append(f"note: this uses your {' and '.join(fns)}, which {verb} not pass "
-                           f"question '{other}' yet; fix that first, and this may pass too")
+            q.notes.append(f"note: this calls your {' and '.join(fns)}, which {verb} not pass "
+                           f"question '{other}' yet; that may be part of what goes wrong here, "
+                           f"so look at '{other}' first")
 
 
 def grade_functions(assignment: Assignment, path: str, env_for_question: Callable[[str], dict],

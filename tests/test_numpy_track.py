@@ -159,7 +159,7 @@ def test_snapshots_are_up_to_date_and_keep_answers_as_digests(np_assignment):
 # ------------------------------------------------------------------ the corpus
 
 def test_corpus_covers_every_question():
-    assert len(WRONG) >= 8 and len(CORRECT) == 2
+    assert len(WRONG) >= 8 and len(CORRECT) >= 2
     covered = set()
     for f in WRONG:
         covered |= set(id_list(read_header(f)["loses"]))

@@ -18,8 +18,8 @@ import torch.nn.functional as F
 
 from autograder.diagnose import (Catalogue, all_of, any_of, axis_detail, changed_input,
                                  equals_expected_transposed, expected_dtype, factor_detail,
-                                 fixed_rank, fixed_rank_detail, forbidden_call, gradient_cut,
-                                 lowered_precision, mixed_precision_error,
+                                 fixed_rank, fixed_rank_detail, float32_rounding, forbidden_call,
+                                 gradient_cut, lowered_precision, mixed_precision_error,
                                  nan_only_on_large_inputs, none_unhandled,
                                  normalised_along_other_axis, off_by_constant_factor,
                                  sums_to_one_along, values_right_dtype_wrong)
@@ -215,6 +215,25 @@ catalogue.rule(
               "(or a very negative number) before the softmax.")
 def _(ref, q, k, v, mask=None):
     return _attention(ref, q, k, v, mask, fill=0.0)
+
+
+@mistake("mask_fill_too_small", "scaled_dot_product_attention",
+         name="blocked scores filled with -1e4, which large scores outweigh",
+         hint="A finite fill only blocks when it is far below every real score: with scores of "
+              "size 1e4 a blocked position filled with (or shifted by) -1e4 still gets weight. "
+              "Use `float('-inf')`, `-1e9` or `torch.finfo(scores.dtype).min`.")
+def _(ref, q, k, v, mask=None):
+    return _attention(ref, q, k, v, mask, fill=-1e4)
+
+
+@mistake("mask_fill_too_small", "scaled_dot_product_attention", alternative=1)
+def _(ref, q, k, v, mask=None):
+    """The additive form of old tutorials: scores + mask * -10000."""
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores + mask.to(scores.dtype) * -1e4
+    weights = ref.softmax(scores, dim=-1)
+    return weights @ v, weights
 
 
 @mistake("mask_ignored", "scaled_dot_product_attention",
@@ -513,6 +532,13 @@ catalogue.rule(
     name="float64 inputs converted to float32",
     hint="Keep the input's dtype: no `.float()` or `dtype=torch.float32`; new tensors can "
          "take `dtype=x.dtype`.")
+
+catalogue.rule(
+    "float32_rounding", when=float32_rounding,
+    name="float32 rounding inside float64 maths",
+    hint="Your float64 result carries float32 rounding: a float32 constant or cast entered the "
+         "computation, e.g. `torch.tensor(d_k)` or `torch.FloatTensor([d])` (both float32). "
+         "Use `math.sqrt(d_k)` for a plain number, or create tensors with `dtype=x.dtype`.")
 
 catalogue.rule(
     "inplace_input", when=changed_input,

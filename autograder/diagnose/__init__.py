@@ -44,8 +44,8 @@ from .catalogue import (Catalogue, Mistake, catalogue_for, catalogue_path, descr
 from .evaluate import NONE, Evaluation, evaluate, read_header
 from .session import KEPT_BYTES, RECORD_FACTOR, RECORD_FLOOR, Session, note_check, outcome_bytes
 from .symptoms import (CLOSER, INF, Evidence, Predicate, all_of, any_of, changed_input, distance,
-                       equals_expected_transposed, expected_dtype, explains, forbidden_call,
-                       gradient_cut, lowered_precision, mixed_precision_error,
+                       equals_expected_transposed, expected_dtype, explains, float32_rounding,
+                       forbidden_call, gradient_cut, lowered_precision, mixed_precision_error,
                        nan_only_on_large_inputs, non_finite_where_expected_finite, not_,
                        output_matches_reference, raised, sums_to_one_along,
                        values_right_dtype_wrong)
@@ -61,7 +61,8 @@ __all__ = [
     "load_catalogue",
     # symptoms and distances
     "CLOSER", "INF", "Evidence", "Predicate", "all_of", "any_of", "changed_input", "distance",
-    "equals_expected_transposed", "expected_dtype", "explains", "forbidden_call", "gradient_cut",
+    "equals_expected_transposed", "expected_dtype", "explains", "float32_rounding",
+    "forbidden_call", "gradient_cut",
     "lowered_precision", "mixed_precision_error", "nan_only_on_large_inputs",
     "non_finite_where_expected_finite", "not_", "output_matches_reference",
     "raised", "sums_to_one_along", "values_right_dtype_wrong",

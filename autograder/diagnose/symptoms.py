@@ -241,6 +241,46 @@ def lowered_precision(ev: Evidence) -> bool:
                and g.dtype != torch.float64 for e, g in ev.pairs())
 
 
+# float32 keeps 24 bits: one rounding to float32 leaves a relative error of at most 2**-24. A
+# float64 result that went through one such rounding (a float32 constant, one float32 cast) is
+# off by a few of those, relative to its own size; float64 rounding alone stays far below.
+_F32_UNIT = 2.0 ** -24
+_F32_BAND = (1e-11, 8 * _F32_UNIT)
+
+
+def _float32_sized(e: Any, g: Any) -> bool | None:
+    """For one float64 pair: True if the student's value is off by float32 rounding (relative
+    to the largest expected value), False if off by more or by float64 noise only, None if
+    not comparable."""
+    if not isinstance(e, torch.Tensor) or not isinstance(g, torch.Tensor) or \
+            e.dtype != torch.float64 or g.dtype != torch.float64 or g.shape != e.shape:
+        return None
+    xe, xg = finite_float64(e), finite_float64(g)
+    if xe is None or xg is None or not xe.size:
+        return None
+    scale = float(np.abs(xe).max())
+    if scale == 0:
+        return None
+    worst = float(np.abs(xg - xe).max()) / scale
+    return _F32_BAND[0] < worst <= _F32_BAND[1]
+
+
+def float32_rounding(ev: Evidence) -> bool:
+    """A float64 result in float64, off by float32-sized rounding only: a float32 constant
+    (`torch.tensor(d_k)`, `torch.FloatTensor([d])`) or a float32 cast entered float64 maths.
+    Looks at the outputs, or at the gradients when the outputs are right."""
+    if ev.got.get("status") != "ok":
+        return False
+    verdicts = [_float32_sized(e, g) for e, g in ev.pairs()]
+    if any(v is False for v in verdicts):
+        return False
+    if any(verdicts):
+        return True
+    expected, got = ev.expected.get("grads") or {}, ev.got.get("grads") or {}
+    verdicts = [_float32_sized(e, got.get(k)) for k, e in expected.items() if e is not None]
+    return any(verdicts) and not any(v is False for v in verdicts)
+
+
 def mixed_precision_error(ev: Evidence) -> bool:
     """The call failed because float32 and float64 tensors met (e.g. in a matmul)."""
     message = str((ev.got.get("error") or {}).get("message") or "").lower()

@@ -91,6 +91,25 @@ def load_student_cells(cells: list, filename: str, module_name: str
     return module, errors
 
 
+def describe_param(p) -> str:
+    """One parameter as the trusted side reads it (`autograder.signatures`): "name",
+    "name=default", "*name", "**name", "kw:name[=default]" (keyword-only), "pos:name[=default]"
+    (positional-only); at most 60 characters."""
+    import inspect
+
+    prefix = {inspect.Parameter.VAR_POSITIONAL: "*", inspect.Parameter.VAR_KEYWORD: "**",
+              inspect.Parameter.KEYWORD_ONLY: "kw:",
+              inspect.Parameter.POSITIONAL_ONLY: "pos:"}.get(p.kind, "")
+    text = prefix + str(p.name)[:40]
+    if p.default is not inspect.Parameter.empty:
+        try:
+            default = repr(p.default)
+        except Exception:  # noqa: BLE001 - a student's object: its repr may raise
+            default = "..."
+        text += "=" + (default if len(default) <= 16 else "...")
+    return text[:60]
+
+
 def describe_api(module: types.ModuleType, api: list[str]) -> dict:
     import inspect
 
@@ -101,7 +120,8 @@ def describe_api(module: types.ModuleType, api: list[str]) -> dict:
             continue
         entry = {"kind": "function" if callable(value) else type(value).__name__[:60]}
         try:
-            entry["params"] = [str(p)[:60] for p in inspect.signature(value).parameters][:16]
+            entry["params"] = [describe_param(p) for p in
+                               inspect.signature(value).parameters.values()][:16]
         except (TypeError, ValueError):
             entry["params"] = None
         found[name] = entry

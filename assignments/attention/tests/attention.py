@@ -11,7 +11,9 @@ points = 6
 
 q = Question(name, forbidden=["torch.nn.functional.scaled_dot_product_attention",
                               "torch.nn.functional.multi_head_attention_forward",
-                              "autograd.ScaledDotProductFlashAttentionForCpuBackward0"])
+                              "autograd.ScaledDotProductFlashAttentionForCpuBackward0"],
+             shape_hint="the scores are (..., Tq, Tk) and Tq != Tk in some cases: "
+                        "q @ (k with its last two dimensions swapped), then weights @ v")
 weights_sum = rows_sum_to_one(item=1)
 
 

@@ -10,7 +10,9 @@ name = "mask"
 points = 6
 
 q = Question(name, forbidden=["torch.nn.functional.scaled_dot_product_attention",
-                              "autograd.ScaledDotProductFlashAttentionForCpuBackward0"])
+                              "autograd.ScaledDotProductFlashAttentionForCpuBackward0"],
+             shape_hint="the scores are (..., Tq, Tk) and Tq != Tk in some cases; the mask "
+                        "broadcasts against them")
 weights_sum = rows_sum_to_one(item=1)
 
 
@@ -51,10 +53,16 @@ def padding_mask(scaled_dot_product_attention):
             props=[weights_sum, zero_where(mask, 1)], seed=9)
 
 
-@test_case(name="masked large scores", points=1, hidden=True)
+@test_case(name="masked large scores (also scores of size 1e4, float64)", points=1, hidden=True)
 def masked_large(scaled_dot_product_attention):
+    """A finite fill such as -1e4 (old tutorials' additive masks) is not far enough below
+    scores of that size: blocked positions get weight. -inf, -1e9 or finfo.min are."""
     qs, ks = randn(1, 6, 8, seed=308, scale=30.0), randn(1, 6, 8, seed=309, scale=30.0)
     vs = randn(1, 6, 8, seed=310)
     mask = future_mask(6)
     q.check("scaled_dot_product_attention", scaled_dot_product_attention, qs, ks, vs, mask=mask,
             props=[weights_sum, zero_where(mask, 1)], seed=10, large_inputs=True)
+    qs, ks = (randn(2, 6, 8, seed=s, scale=100.0, dtype="float64") for s in (320, 321))
+    vs = randn(2, 6, 8, seed=322, dtype="float64")
+    q.check("scaled_dot_product_attention", scaled_dot_product_attention, qs, ks, vs, mask=mask,
+            props=[weights_sum, zero_where(mask, 1)], seed=11, large_inputs=True)

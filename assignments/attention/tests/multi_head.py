@@ -12,7 +12,9 @@ points = 6
 
 q = Question(name, forbidden=["torch.nn.functional.scaled_dot_product_attention",
                               "torch.nn.functional.multi_head_attention_forward",
-                              "autograd.ScaledDotProductFlashAttentionForCpuBackward0"])
+                              "autograd.ScaledDotProductFlashAttentionForCpuBackward0"],
+             shape_hint="keys and values come from `context` when it is given, and its "
+                        "length may differ from x's; x may have several leading dimensions")
 
 
 def lesson_inputs():
@@ -53,10 +55,14 @@ def cross_attention(multi_head_attention):
             context=context, seed=16)
 
 
-@test_case(name="a single head", points=1, hidden=True)
+@test_case(name="a single head; extra leading dimensions (4-D x)", points=1, hidden=True)
 def one_head(multi_head_attention):
+    """The contract's `(..., T, d_model)`: code that unpacks `B, T, D = x.shape` fails on 4-D
+    (one head, no mask: this case tests the leading dimensions, not the heads or the mask)."""
     q.check("multi_head_attention", multi_head_attention, randn(4, 6, seed=506),
             attention_params(6, seed=507), 1, seed=17)
+    q.check("multi_head_attention", multi_head_attention, randn(2, 3, 5, 8, seed=510),
+            attention_params(8, seed=511), 1, seed=19)
 
 
 @test_case(name="many heads with a padding mask, float64", points=1, hidden=True)

@@ -10,7 +10,9 @@ OK_FORMAT = False
 name = "mask"
 points = 6
 
-q = Question(name, forbidden=["torch.nn.functional.scaled_dot_product_attention"])
+q = Question(name, forbidden=["torch.nn.functional.scaled_dot_product_attention"],
+             shape_hint="the scores are (..., Tq, Tk) and Tq != Tk in some cases; the mask "
+                        "broadcasts against them")
 weights_sum = rows_sum_to_one(item=1)
 
 
@@ -56,10 +58,16 @@ def padding_mask(scaled_dot_product_attention):
             props=[weights_sum, zero_where(mask, 1)])
 
 
-@test_case(name="masked large scores", points=1, hidden=True)
+@test_case(name="masked large scores (also scores of size 1e4, float64)", points=1, hidden=True)
 def masked_large(scaled_dot_product_attention):
+    """A finite fill such as -1e4 (old tutorials' additive masks) is not far enough below
+    scores of that size: blocked positions get weight. -inf, -1e9 or finfo.min are."""
     qs, ks = rand(1, 6, 8, seed=1308, scale=30.0), rand(1, 6, 8, seed=1309, scale=30.0)
     vs = rand(1, 6, 8, seed=1310)
     mask = to_numpy(future_mask(6))
+    q.check("scaled_dot_product_attention", scaled_dot_product_attention, qs, ks, vs, mask=mask,
+            props=[weights_sum, zero_where(mask, 1)], large_inputs=True)
+    qs, ks = (rand(2, 6, 8, seed=s, scale=100.0, dtype="float64") for s in (1311, 1312))
+    vs = rand(2, 6, 8, seed=1313, dtype="float64")
     q.check("scaled_dot_product_attention", scaled_dot_product_attention, qs, ks, vs, mask=mask,
             props=[weights_sum, zero_where(mask, 1)], large_inputs=True)

@@ -10,7 +10,9 @@ name = "multi_head"
 points = 6
 
 q = Question(name, forbidden=["torch.nn.functional.scaled_dot_product_attention",
-                              "torch.nn.functional.multi_head_attention_forward"])
+                              "torch.nn.functional.multi_head_attention_forward"],
+             shape_hint="keys and values come from `context` when it is given, and its "
+                        "length may differ from x's; x may have several leading dimensions")
 
 
 def rand(*shape, seed, dtype="float32"):
@@ -55,10 +57,14 @@ def cross_attention(multi_head_attention):
             to_numpy(attention_params(12, seed=1505)), 3, context=context)
 
 
-@test_case(name="a single head", points=1, hidden=True)
+@test_case(name="a single head; extra leading dimensions (4-D x)", points=1, hidden=True)
 def one_head(multi_head_attention):
+    """The contract's `(..., T, d_model)`: code that unpacks `B, T, D = x.shape` fails on 4-D
+    (one head, no mask: this case tests the leading dimensions, not the heads or the mask)."""
     q.check("multi_head_attention", multi_head_attention, rand(4, 6, seed=1506),
             to_numpy(attention_params(6, seed=1507)), 1)
+    q.check("multi_head_attention", multi_head_attention, rand(2, 3, 5, 8, seed=1510),
+            to_numpy(attention_params(8, seed=1511)), 1)
 
 
 @test_case(name="many heads with a padding mask, float64", points=1, hidden=True)
