@@ -26,6 +26,12 @@ def read_header(path: Path) -> dict[str, str]:
 NONE = "none"     # `# diagnosis: none`: a mistake the catalogue does not know; naming any is wrong
 
 
+def wanted(header_value: str | None) -> set[str]:
+    """The mistakes a `# diagnosis:` header allows: one id, or several comma-separated (two
+    mistakes in one function are named together)."""
+    return {x.strip() for x in (header_value or "").split(",") if x.strip()}
+
+
 @dataclass
 class Evaluation:
     wrong: list[tuple[str, str | None, list[str]]] = field(default_factory=list)
@@ -36,11 +42,12 @@ class Evaluation:
 
     @staticmethod
     def _right(want: str | None, got: list[str]) -> bool:
-        return not got if want == NONE else bool(want) and want in got
+        allowed = wanted(want)
+        return not got if allowed == {NONE} else bool(allowed & set(got))
 
     @staticmethod
     def _wrong(want: str | None, got: list[str]) -> bool:
-        return bool(set(got) - {want})
+        return bool(set(got) - wanted(want))
 
     @property
     def named_right(self) -> int:

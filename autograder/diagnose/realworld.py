@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from .evaluate import read_header
+from .evaluate import read_header, wanted
 
 TARGET = 0.8
 # The correct submissions of each track, under the corpus root.
@@ -24,7 +24,7 @@ CORRECT = {"attention": "correct", "attention_numpy": "numpy/correct"}
 
 
 def expected_causes(header: dict[str, str]) -> set[str]:
-    return {x.strip() for x in header.get("diagnosis", "").split(",") if x.strip()}
+    return wanted(header.get("diagnosis"))
 
 
 @dataclass

@@ -1,8 +1,8 @@
-# mistake: layer norm as in a well-known annotated tutorial: the unbiased standard deviation (n - 1), with eps added to the std instead of inside the square root (feedback names the unbiased variance, the mistake that shows at eps = 1e-5)
+# mistake: layer norm as in a well-known annotated tutorial: the unbiased standard deviation (n - 1), with eps added to the std instead of inside the square root (feedback names both)
 # loses: block
 # keeps: softmax, attention, mask, split_heads, multi_head
 # hint:
-# diagnosis: unbiased_variance
+# diagnosis: unbiased_variance, eps_outside_sqrt
 """A tutorial-style solution whose LayerNorm follows a widely copied module: a_2 * (x - mean) /
 (std + eps) + b_2 with torch's default (unbiased) std. Two departures from nn.LayerNorm."""
 import math

@@ -2,7 +2,7 @@
 # loses: multi_head, block
 # keeps: softmax, attention, mask, split_heads
 # hint: shape
-# diagnosis: none
+# diagnosis: fixed_rank
 """Small-GPT style: the heads are split inside multi-head attention with B, T, C = x.size() and
 .view(B, T, n_head, C // n_head), which only works for 3-D x."""
 import math
