@@ -136,6 +136,18 @@ def test_float32_rounding_is_recognised_and_bounded():
     assert not float32_rounding(_evidence(e, e.float().double() * 2))
 
 
+def test_a_float32_result_is_not_float32_rounding_whatever_its_gradients():
+    """A layer norm that casts to float32 returns float32, while autograd hands float64
+    gradients back carrying float32 rounding: that is `float32_cast`'s case alone, so the two
+    rules do not both fit (and cancel each other into no name)."""
+    e = torch.linspace(-3, 3, 12, dtype=torch.float64)
+    grad = torch.linspace(1, 2, 12, dtype=torch.float64)
+    evidence = Evidence("attention", "f", (), {}, {"output": e, "grads": {"x": grad}},
+                        {"status": "ok", "output": e.float(), "grads": {"x": grad.float().double()}},
+                        False, {})
+    assert not float32_rounding(evidence)
+
+
 # ------------------------------------------------------------------ signature notes
 
 @pytest.fixture(scope="module")
