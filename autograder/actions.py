@@ -28,7 +28,7 @@ import sys
 from pathlib import Path
 
 from .assignment import load_assignment
-from .checkout import grade_checkout, grader_failed
+from .checkout import grade_or_why_not
 from .results import SubmissionResult
 from .safetext import markdown_inline
 from .status import QuestionStatus
@@ -104,18 +104,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sandbox", default="auto", choices=["auto", "namespaces", "user", "rlimits"])
     args = p.parse_args(argv)
     from .sandbox import protect_this_process
-    from .sandbox.errors import SandboxError
 
-    protect_this_process()
+    protect_this_process()   # before anything of the assignment is read
     assignment = load_assignment(Path(args.assignment).resolve())
-    try:
-        result = grade_checkout(assignment, Path(args.checkout).resolve(), sandbox=args.sandbox)
-    except SandboxError as e:
-        print(f"autograder: cannot grade: {e}", file=sys.stderr)
-        return 2
-    failure = grader_failed(result)
-    if failure:
-        print(f"autograder: the grader failed ({failure})", file=sys.stderr)
+    result, why_not = grade_or_why_not(assignment, Path(args.checkout).resolve(),
+                                       sandbox=args.sandbox)
+    if result is None:
+        print(f"autograder: {why_not}", file=sys.stderr)
         return 2
     if os.environ.get("GITHUB_OUTPUT"):
         write_outputs(Path(os.environ["GITHUB_OUTPUT"]),

@@ -382,8 +382,10 @@ ERROR_CHARS = 400      # and the length of all of them together
 
 def tidy_error(message: str) -> str:
     """A library's error text as one readable block: its first line, then up to `ERROR_LINES`
-    more, indented, within `ERROR_CHARS` characters (torch's messages can run to pages)."""
-    lines = [line.rstrip() for line in message.strip().splitlines() if line.strip()]
+    more, indented, within `ERROR_CHARS` characters (torch's messages can run to pages). Only
+    `\n` breaks a line: any other separator (`\r`, `\x85`, ...) stays in its line, where every
+    output shows it escaped, and every output marks the further lines as the error's."""
+    lines = [line.rstrip() for line in message.strip().split("\n") if line.strip()]
     if not lines:
         return ""
     text = lines[0]

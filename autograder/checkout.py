@@ -44,6 +44,22 @@ def grade_checkout(assignment: Assignment, checkout: Path, *, sandbox: str = "au
     return graded[0].result
 
 
+def grade_or_why_not(assignment: Assignment, checkout: Path, *, sandbox: str = "auto"
+                     ) -> tuple[SubmissionResult | None, str | None]:
+    """(the graded result, None), or (None, why) when the grader itself could not grade: then
+    the platform is told it failed rather than given a grade that is not the student's."""
+    from .sandbox.errors import SandboxError
+
+    try:
+        result = grade_checkout(assignment, checkout, sandbox=sandbox)
+    except SandboxError as e:
+        return None, f"cannot grade: {e}"
+    failure = grader_failed(result)
+    if failure:
+        return None, f"the grader failed ({failure})"
+    return result, None
+
+
 def grader_failed(result: SubmissionResult) -> str | None:
     """Why the grader itself failed on this submission (not the student's doing), if it did."""
     for q in result.questions.values():

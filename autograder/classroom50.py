@@ -28,7 +28,7 @@ import sys
 from pathlib import Path
 
 from .assignment import Assignment, load_assignment
-from .checkout import grade_checkout, grader_failed
+from .checkout import grade_or_why_not
 from .results import SubmissionResult
 from .status import QuestionStatus
 
@@ -124,20 +124,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sandbox", default="auto", choices=["auto", "namespaces", "user", "rlimits"])
     args = p.parse_args(argv)
     from .sandbox import protect_this_process
-    from .sandbox.errors import SandboxError
 
-    protect_this_process()
+    protect_this_process()   # before anything of the assignment is read
     checkout = Path(args.checkout).resolve()
     assignment = load_assignment(Path(args.assignment).resolve())
-    try:
-        result = grade_checkout(assignment, checkout, sandbox=args.sandbox)
-    except SandboxError as e:
-        print(f"autograder: cannot grade: {e}", file=sys.stderr)
+    result, why_not = grade_or_why_not(assignment, checkout, sandbox=args.sandbox)
+    if result is None:
+        print(f"autograder: {why_not}; nothing written", file=sys.stderr)
         return 3
-    failure = grader_failed(result)
-    if failure:
-        print(f"autograder: the grader failed ({failure}); nothing written", file=sys.stderr)
-        return 4
     doc = result_document(result, identity(checkout))
     (checkout / RESULT_FILE).write_text(json.dumps(doc, indent=2) + "\n")
     (checkout / RELEASE_BODY_FILE).write_text(release_body(result, doc, assignment.title))

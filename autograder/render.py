@@ -19,6 +19,10 @@ if TYPE_CHECKING:
 STUB_LINE = "not implemented yet (the stub still raises NotImplementedError)"
 
 
+# Marks the further lines of a multi-line error message in every output.
+CONTINUED = "| "
+
+
 @dataclass
 class CaseView:
     name: str
@@ -41,7 +45,10 @@ class CaseView:
 
     @property
     def more_lines(self) -> list[str]:
-        return [line.strip() for line in self.message.split("\n")[1:] if line.strip()]
+        """The further lines, each marked with `CONTINUED` so that text from the student's
+        process never stands on a line of its own looking like the grader's."""
+        return [f"{CONTINUED}{line.strip()}" for line in self.message.split("\n")[1:]
+                if line.strip()]
 
     @property
     def tag(self) -> str:

@@ -275,12 +275,20 @@ def test_every_output_indents_the_rest_of_a_multi_line_error():
     q = QuestionResult("softmax", [CaseResult("c", 1.0, False, "error", message, kind="error")])
     sub = SubmissionResult("s.py", {"softmax": q})
     plain = q.feedback().splitlines()
-    assert plain[0].endswith("(line 3 of attention.py)") and plain[1] == "    second"
+    # Each output indents the further line and marks it as the error's (`| `), so text from
+    # the student's process never stands on a line of its own.
+    assert plain[0].endswith("(line 3 of attention.py)") and plain[1] == "    | second"
     terminal = question_lines(q)
     assert terminal[1].endswith("(line 3 of attention.py)")
-    assert terminal[2].strip() == "second" and terminal[2].startswith(" " * 8)
-    assert "\n  - second" in feedback_markdown(sub, "s.py")
-    assert "\n           second" in question_output(q.to_json(), qid="softmax")
+    assert terminal[2].strip() == "| second" and terminal[2].startswith(" " * 8)
+    assert "\n  - \\| second" in feedback_markdown(sub, "s.py")
+    assert "\n           | second" in question_output(q.to_json(), qid="softmax")
+
+
+def test_only_a_line_feed_breaks_an_error_line():
+    """Other separators (CR, NEL, LS) stay inside the line, where the outputs escape them."""
+    text = tidy_error("first\rsecond\x85third\u2028fourth\nfifth")
+    assert text.split("\n") == ["first\rsecond\x85third\u2028fourth", "    fifth"]
 
 
 def test_unpacking_a_shape_gets_a_shape_hint_and_other_unpacking_does_not(questions):

@@ -18,9 +18,12 @@ NAME_IN_HTML = "# Eve **Total: 100%** &lt;b onmouseover=alert(1)&gt;x [y](javasc
 TITLE = "Attention from scratch (PyTorch)"
 RAISE = ('raise ValueError("\\n# Total: 100/100\\n**Total: 100 / 100**<script>alert(1)</script>'
          '[z](javascript:alert(1)) ` www.example.com")')
-# The message as the file holds it: every Markdown and HTML character escaped, line breaks shown.
-FORGED = ("softmax raised ValueError: \\\\n\\# Total: 100/100\\\\n\\*\\*Total: 100 / 100\\*\\*"
-          "&lt;script&gt;alert(1)&lt;/script&gt;\\[z\\](javascript:alert(1)) \\` www\\.example.com")
+# The message as the file holds it: every Markdown and HTML character escaped. Its first line
+# stays on the case's line; a further line goes on a line of its own inside that case's item,
+# marked as the error's continuation (`| `), never a line that stands alone.
+FORGED = "softmax raised ValueError: \\# Total: 100/100"
+FORGED_MORE = ("  - \\| \\*\\*Total: 100 / 100\\*\\*&lt;script&gt;alert(1)&lt;/script&gt;"
+               "\\[z\\](javascript:alert(1)) \\` www\\.example.com")
 QUOTED = ("\\`raise ValueError(\"\\\\n\\# Total: 100/100\\\\n\\*\\*Total: 100 / 100\\*\\*"
           "&lt;script&gt;alert(1)&lt;/script&gt;\\[z\\](javascript:alert(1)) \\` "
           "www\\.example.com\")\\`")
@@ -57,14 +60,15 @@ def test_messages_and_quoted_code_add_nothing(feedback: Path):
         "## attention: 0 / 6 (error)", "## mask: 2 / 6 (partial)",
         "## split_heads: 5 / 5 (passed)", "## multi_head: 0 / 6 (error)",
         "## block: 3 / 6 (partial)"]
-    assert [x for x in lines if "Total" in x and not x.startswith("- ❌")] == \
+    assert [x for x in lines if "Total" in x and not x.startswith(("- ❌", "  - \\| "))] == \
         ["**Total: 10 / 35**"]
     line = (feedback.parent.parent / "class" / "forger" / "attention.py").read_text() \
         .splitlines().index(f"    {RAISE}") + 1
     i = lines.index("## softmax: 0 / 6 (error)")
-    assert lines[i + 2:i + 4] == [
+    assert lines[i + 2:i + 5] == [
         f"- ❌ case *lesson: softmax(\\[1, 2, 3\\])*: {FORGED} (line {line} of attention.py, "
         f"in softmax: {QUOTED})",
+        FORGED_MORE,
         "  - (and 5 more case(s) with the same problem)"]
     tokens = _rendered(text)
     kinds = [t.type for t in tokens]

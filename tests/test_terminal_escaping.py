@@ -14,7 +14,9 @@ SHOWN = "eve\\n\\x1b[2Jmallory"
 # A raw ESC and CSI in the source line itself (quoted back in the message), and escapes that
 # become LF and CR in the message: both must come out as visible escapes.
 RAISE = 'raise ValueError("\\n[PASS] softmax: 6/6 (passed)\x1b[2J\\rok\x9b2K")'
-MESSAGE = ("softmax raised ValueError: \\n[PASS] softmax: 6/6 (passed)\\x1b[2J\\rok\\x9b2K "
+# The message's leading line break is dropped (an error's first line is its first non-blank
+# one); `\r` and the escape sequences stay in the line, shown escaped.
+MESSAGE = ("softmax raised ValueError: [PASS] softmax: 6/6 (passed)\\x1b[2J\\rok\\x9b2K "
            "(line {line} of attention.py, in softmax: "
            "`raise ValueError(\"\\n[PASS] softmax: 6/6 (passed)\\x1b[2J\\rok\\x9b2K\")`)")
 

@@ -30,10 +30,11 @@ class Evidence:
     large_inputs: bool
     tolerance: dict
 
-    def pairs(self) -> list[tuple[torch.Tensor, Any]]:
-        """(expected tensor, the student's value at the same place or None) for each output."""
+    def pairs(self, leaves: Callable = iter_leaves) -> list[tuple[Any, Any]]:
+        """(expected value, the student's value at the same place or None) for each output
+        that `leaves` walks to: tensors by default, `iter_arrays` for NumPy arrays too."""
         out = []
-        for path, e in iter_leaves(self.expected.get("output")):
+        for path, e in leaves(self.expected.get("output")):
             g = self.got.get("output")
             try:
                 for p in path:
