@@ -23,7 +23,6 @@ import datetime as dt
 import json
 import math
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -46,12 +45,13 @@ def whole_points(score: float, max_score: float) -> tuple[int, int]:
 
 
 def commit_datetime(checkout: Path) -> str:
-    """The checked-out commit's committer date in UTC (what the runner stamps too), else now."""
+    """The checked-out commit's committer date in UTC (what the runner stamps too), else now.
+    Read with the due-date reader's git, which runs nothing the repository configures."""
+    from .git_history import HistoryError, head_commit_time
+
     try:
-        out = subprocess.run(["git", "-c", "safe.directory=*", "-C", str(checkout), "log", "-1",
-                              "--format=%ct"], capture_output=True, text=True, timeout=30)
-        seconds = int(out.stdout.strip())
-    except (OSError, ValueError, subprocess.SubprocessError):
+        seconds = head_commit_time(checkout)
+    except HistoryError:
         return dt.datetime.now(dt.timezone.utc).strftime(_STAMP)
     return dt.datetime.fromtimestamp(seconds, dt.timezone.utc).strftime(_STAMP)
 

@@ -181,6 +181,15 @@ def due_version(folder: Path, due: datetime) -> DueVersion:
                       newest, latest[2] if latest else None)
 
 
+def head_commit_time(folder: Path) -> int:
+    """HEAD's committer time (Unix seconds), read as safely as the due-date history."""
+    out = _git(folder, ["log", "-1", "--format=%ct", "HEAD"], limit=64)
+    try:
+        return int(out.strip())
+    except ValueError:
+        raise HistoryError("git gave no commit time") from None
+
+
 def _rank(path: PurePosixPath, student_file: str) -> tuple:
     stem = Path(student_file).stem
     exact = path.name == student_file
