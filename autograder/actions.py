@@ -20,8 +20,6 @@ the grader itself failed.
 from __future__ import annotations
 
 import argparse
-import base64
-import json
 import os
 import secrets
 import sys
@@ -29,21 +27,14 @@ from pathlib import Path
 
 from .assignment import load_assignment
 from .checkout import grade_or_why_not
+from .classroom import encode_result, runner_json, step_id
 from .results import SubmissionResult
 from .safetext import markdown_inline
 from .status import QuestionStatus
 
 
-def step_id(question_id: str) -> str:
-    from .classroom import step_id as sid
-
-    return sid(question_id)
-
-
 def outputs(result: SubmissionResult, filename: str) -> dict[str, str]:
     """{name: value} for `$GITHUB_OUTPUT`; every value on one line."""
-    from .classroom import encode_result, runner_json
-
     out = {"score": f"{result.score:g}", "max-score": f"{result.max_score:g}"}
     for qid, q in result.questions.items():
         out[step_id(qid)] = encode_result(runner_json(q, filename))
