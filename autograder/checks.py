@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from .status import CaseStatus
-from .tensor_cache import TensorCache
+from .memo.tensor_cache import TensorCache
 from .sandbox.wire import Opaque
 
 # (rtol, atol) per dtype; questions may override. float64 is strict so that a float32 round trip

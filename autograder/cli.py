@@ -56,8 +56,8 @@ def cmd_check(args) -> int:
 
 
 def _lint_failed(root, **options) -> bool:
-    """Print the assignment's authoring mistakes (lint.py); whether there were any."""
-    from .lint import lint, report
+    """Print the assignment's authoring mistakes (`authoring/lint.py`); whether there were any."""
+    from .authoring.lint import lint, report
 
     errors = lint(root, **options)
     if errors:
@@ -91,10 +91,10 @@ def _import_quietly(*names: str) -> None:
 
 
 def cmd_grade(args) -> int:
-    from .batch import grade_class, sandbox_description
-    from .classlist import discover
+    from .course.batch import grade_class, sandbox_description
+    from .course.classlist import discover
     from .feedback import submission_text, summary_table
-    from .report import write_reports
+    from .course.report import write_reports
     from .sandbox.errors import SandboxError
     from .results import results_json
     from .sandbox import protect_this_process
@@ -109,8 +109,8 @@ def cmd_grade(args) -> int:
     out = Path(args.out) if args.out else None
     term = None
     if args.roster or args.due or args.late_policy:
-        from .gradebook import Term
-        from .roster import RosterError
+        from .course.gradebook import Term
+        from .course.roster import RosterError
 
         try:
             term = Term(assignment, students, roster=args.roster, due=args.due,
@@ -179,7 +179,7 @@ def repository_flags(assignment, graded) -> list[dict]:
     """Student repositories whose shipped files were changed (Classroom layout: a student
     folder holding the bundle's `.github/` or `autograder/`)."""
     from .build import shipped_files
-    from .classroom import repository_flags as check_repo
+    from .course.repository_flags import repository_flags as check_repo
 
     folders = [g.student.folder for g in graded]
     if not any(f is not None and _is_repository(f) for f in folders):
@@ -205,7 +205,7 @@ def _is_repository(folder) -> bool:
 
 def cmd_classroom(args) -> int:
     """One question's public cases as GitHub Classroom runner output (`result=<base64>`)."""
-    from .classroom import encode_result, runner_json
+    from .platforms.github_classroom import encode_result, runner_json
 
     assignment = load_assignment(args.assignment)
     path = Path(args.file)
@@ -334,7 +334,7 @@ def cmd_diagnose_eval(args) -> int:
 
 
 def cmd_benchmark(args) -> int:
-    from .benchmark import run
+    from .course.benchmark import run
 
     corpus = Path(args.corpus)
     if not corpus.is_dir():
@@ -382,7 +382,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("classroom", help="one question's public cases in the runner format of "
                                          "GitHub Classroom's reporter (for tools that read it; "
-                                         "the generated workflow runs autograder.actions)")
+                                         "the generated workflow runs autograder.platforms.actions)")
     r.add_argument("-a", "--assignment", required=True)
     r.add_argument("file")
     r.add_argument("--question", required=True)

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from .assignment import Assignment, AssignmentError
-from .fingerprint import call_digest
+from .memo.fingerprint import call_digest
 from .inputs import upstream_for
 from .sandbox.execute import run_call
 from .sandbox.protocol import roundtrip_outcome

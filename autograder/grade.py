@@ -20,14 +20,14 @@ from .sandbox.execute import describe_error, install_tripwires
 from .sandbox.limits import Limits
 from .results import SubmissionResult
 from .status import CaseStatus, QuestionStatus
-from .signatures import signature_note
+from .intake.signatures import signature_note
 from .runner import (QuestionStopped, failed_everywhere, grade_functions, internal_error,
                      malformed_reply, tripwire_names)
 from .sandbox import Sandbox, SandboxError
 from .sandbox.session import MalformedReply, WorkerSession, WorkerStopped
 from .static_scan import ScanResult, scan_source
-from .submissions import Submission, UnreadableSubmission, read_submission
-from .tensor_cache import TensorMemo
+from .intake.submissions import Submission, UnreadableSubmission, read_submission
+from .memo.tensor_cache import TensorMemo
 
 # Every submission gets the same inputs: their encodings are made once per grading process.
 _INPUT_ENCODINGS = TensorMemo()

@@ -3,18 +3,32 @@
 `render_question` decides the content: each case's tag (public or hidden), name, message, the
 named mistake's hint (once per question), failing cases with the same problem folded into one,
 and the notes. The outputs only format its result: `QuestionResult.feedback` (the JSON's
-`feedback`), the terminal (`feedback.py`), the Markdown files (`report.py`) and Gradescope
-(`gradescope.py`). None of them decides what a case says, so they cannot drift apart.
+`feedback`), the terminal (`feedback.py`), the Markdown files (`course/report.py`) and Gradescope
+(`platforms/gradescope.py`). None of them decides what a case says, so they cannot drift apart.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from .status import CaseStatus, QuestionStatus
 
-if TYPE_CHECKING:
-    from .results import QuestionResult
+
+class QuestionResult(Protocol):
+    """What the renderer reads of a graded question (`results.QuestionResult`); declared here
+    so that results may use the renderer without the two importing each other."""
+    id: str
+    cases: list[Any]
+    notes: list[str]
+
+    @property
+    def score(self) -> float: ...
+
+    @property
+    def max_score(self) -> float: ...
+
+    @property
+    def status(self) -> QuestionStatus: ...
 
 STUB_LINE = "not implemented yet (the stub still raises NotImplementedError)"
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable
 
+from .render import render_question
 from .status import CaseStatus, QuestionStatus, question_status
 
 
@@ -48,8 +49,6 @@ class QuestionResult:
 
     def feedback(self) -> str:
         """The failing cases as plain text (the JSON's `feedback`), from the one renderer."""
-        from .render import render_question
-
         lines = []
         for c in render_question(self).failing:
             lines.append(f"{c.tag} '{c.name}': {c.first_line}")

@@ -4,9 +4,9 @@ mistakes by their names."""
 import json
 
 from autograder.feedback import question_lines
-from autograder.gradescope import to_gradescope
+from autograder.platforms.gradescope import to_gradescope
 from autograder.render import render_question
-from autograder.report import feedback_markdown, write_reports
+from autograder.course.report import feedback_markdown, write_reports
 from autograder.results import CaseResult, QuestionResult, SubmissionResult, results_json
 
 HINT = "likely mistake: softmax without subtracting the maximum. Subtract the maximum."

@@ -16,11 +16,11 @@ from autograder.cases import ERROR_LINES, Question, randn, tidy_error
 from autograder.checks import CheckFailed
 from autograder.diagnose import Evidence, float32_rounding
 from autograder.feedback import question_lines
-from autograder.gradescope import question_output
-from autograder.report import feedback_markdown
+from autograder.platforms.gradescope import question_output
+from autograder.course.report import feedback_markdown
 from autograder.results import CaseResult, QuestionResult, SubmissionResult
 from autograder.runner import add_dependency_notes
-from autograder.signatures import call_problems, signature_note
+from autograder.intake.signatures import call_problems, signature_note
 from autograder.status import CaseStatus
 
 

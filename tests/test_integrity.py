@@ -12,7 +12,7 @@ from helpers import QUESTIONS, SUBMISSIONS
 from autograder.assignment import AssignmentError
 from autograder.feedback import submission_text
 from autograder.integrity import tamper_policy
-from autograder.report import write_reports
+from autograder.course.report import write_reports
 from autograder.results import submission_from_json
 from autograder.static_scan import INTEGRITY_MESSAGE
 

@@ -8,7 +8,7 @@ from markdown_it import MarkdownIt
 
 from helpers import SUBMISSIONS, run_cli
 
-from autograder.report import safe_name
+from autograder.course.report import safe_name
 
 HONEST = SUBMISSIONS / "correct" / "reference_style.py"
 NAME = "# Eve **Total: 100%** <b onmouseover=alert(1)>x [y](javascript:alert(1))"  # no "/"

@@ -23,9 +23,9 @@ from helpers import (ROOT, SUBMISSIONS, assert_loses_and_keeps, id_list, load_js
 
 from autograder.assignment import load_assignment
 from autograder.build import build_student
-from autograder.classroom import workflow_yaml
+from autograder.platforms.actions import workflow_yaml
 from autograder.grade import check_in_process, grade_submission
-from autograder.notebook import notebook_path, notebook_text
+from autograder.authoring.notebook import notebook_path, notebook_text
 
 NAME = "attention_numpy"
 QUESTIONS = ["softmax", "attention", "mask", "split_heads", "multi_head", "block", "concepts"]
@@ -312,7 +312,7 @@ def test_missing_and_malformed_answers(np_assignment, np_grade, tmp_path):
 def test_committed_notebook_is_what_the_generator_makes(np_assignment):
     assert notebook_path(np_assignment) == TEMPLATE.with_suffix(".ipynb")
     assert notebook_path(np_assignment).read_text() == notebook_text(np_assignment), \
-        "run `python -m autograder.notebook attention_numpy`"
+        "run `python -m autograder.authoring.notebook attention_numpy`"
     nb = nbformat.read(str(notebook_path(np_assignment)), as_version=4)
     ids = [c.get("id") for c in nb.cells]
     assert ids.index("concepts-answers") == ids.index("concepts-check") - 1

@@ -10,7 +10,7 @@ Three outputs, all made from the assignment folder and the engine, one module ea
 * `gradescope`: a Gradescope autograder zip (`<name>-gradescope.zip`): `setup.sh`,
   `run_autograder`, the engine and the full assignment (hidden cases and the reference
   included); it grades with the sandboxed `autograder grade` and converts its JSON
-  (`autograder/gradescope.py`).
+  (`autograder/platforms/gradescope.py`).
 * `classroom50`: the folder for Classroom 50 (`<name>-classroom50/`): its `autograder.py`, the
   engine and the assignment's public cases (hidden ones and the reference only on request: the
   folder is publicly downloadable).

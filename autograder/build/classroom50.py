@@ -1,6 +1,6 @@
 """The Classroom 50 folder (`<name>-classroom50/`), to drop into the teacher's configuration
 repository as `<classroom>/autograders/<slug>/`: `autograder.py` (checks and installs what it
-needs, then grades the student's file; `templates/classroom50_autograder.py`), the engine, the
+needs, then grades the student's file; `platforms/classroom50_autograder.py`), the engine, the
 assignment's question files and snapshots, and requirements as ranges.
 
 Classroom 50 publishes that folder on a public web site, so by default it carries the public
@@ -13,12 +13,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..assignment import Assignment
-from ..notebook import student_assignment_dir
+from ..authoring.notebook import student_assignment_dir
 from ..project import ENGINE_DIR
 from .common import (STUDENT_EXTRA, TORCH_CPU_INDEX, _fresh, student_requirements,
                      write_assignment_folder, write_engine)
 
-TEMPLATE = ENGINE_DIR / "templates" / "classroom50_autograder.py"
+TEMPLATE = ENGINE_DIR / "platforms" / "classroom50_autograder.py"
 
 HIDDEN_WARNING = ("the Classroom 50 folder includes the hidden cases and the reference "
                   "implementation; Classroom 50 serves it on a public web site, so anyone "

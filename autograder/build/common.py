@@ -13,7 +13,7 @@ import zipfile
 from pathlib import Path
 
 from ..assignment import Assignment
-from ..gradescope import hidden_visibility
+from ..platforms.gradescope import hidden_visibility
 from ..project import (ENGINE_DIR, PYPROJECT, TORCH_CPU_INDEX, constraint_pins, dependencies,
                        engine_files, normalize, requirement_name)
 

@@ -1,6 +1,6 @@
 """The Gradescope autograder zip (`<name>-gradescope.zip`): `setup.sh`, `run_autograder`, the
 engine and the full assignment (hidden cases and the reference included); it grades with the
-sandboxed `autograder grade` and converts its JSON (`autograder/gradescope.py`).
+sandboxed `autograder grade` and converts its JSON (`autograder/platforms/gradescope.py`).
 """
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import tempfile
 from pathlib import Path
 
 from ..assignment import Assignment
-from ..notebook import student_assignment_dir
+from ..authoring.notebook import student_assignment_dir
 from .common import (TORCH_CPU_INDEX, BuildError, _split_torch, gradescope_settings, pinned_requirements,
                      write_assignment_folder, write_engine, zip_folder)
 
@@ -154,7 +154,7 @@ fi
 cd "$ROOT/source" 2>/dev/null || fallback "The autograder could not run: its source folder is missing. This is not your fault: tell your instructor."
 mkdir -p "$ROOT/results" 2>/dev/null
 rm -f "$RESULTS"
-"$PYTHON" -m autograder.gradescope --root "$ROOT" -a {assignment_dir}
+"$PYTHON" -m autograder.platforms.gradescope --root "$ROOT" -a {assignment_dir}
 STATUS=$?
 # A results.json the engine wrote counts only if it is whole (it writes it in one go, last).
 if "$PYTHON" -I -c 'import json, sys; r = json.load(open(sys.argv[1])); sys.exit(not isinstance(r.get("score"), (int, float)) or not isinstance(r.get("tests", []), list))' "$RESULTS" 2>/dev/null; then
@@ -169,7 +169,7 @@ fallback "The autograder stopped (exit status $STATUS) without writing valid res
 
 def fallback_questions(assignment: Assignment) -> str:
     """The bash words `id:max_score` of every question, for run_autograder's fallback."""
-    from ..gradescope import failure_results
+    from ..platforms.gradescope import failure_results
 
     words = []
     for test in failure_results("", assignment)["tests"]:

@@ -10,7 +10,7 @@ import tempfile
 from pathlib import Path
 
 from ..assignment import Assignment
-from ..notebook import notebook_text, student_assignment_dir
+from ..authoring.notebook import notebook_text, student_assignment_dir
 from .common import (_fresh, student_requirements, student_requirements_text,
                      write_assignment_folder, write_engine, zip_folder)
 
@@ -68,7 +68,7 @@ CLASSROOM_INSTALL = ["pip install -r requirements.txt"]
 
 def classroom_workflow(assignment: Assignment) -> str:
     """The GitHub Actions workflow of a student repository made from the student bundle."""
-    from ..classroom import workflow_yaml
+    from ..platforms.actions import workflow_yaml
 
     return workflow_yaml(assignment, assignment_dir=student_assignment_dir(assignment),
                          install=CLASSROOM_INSTALL)
@@ -106,7 +106,7 @@ def write_student_bundle(assignment: Assignment, dest: Path) -> Path:
     (dest / "README.md").write_text(STUDENT_README.format(
         title=assignment.title, py=py, nb=nb, assignment_dir=adir,
         zip=f"{assignment.name}-student.zip"))
-    from ..classroom import WORKFLOW_PATH
+    from ..platforms.actions import WORKFLOW_PATH
 
     (dest / WORKFLOW_PATH).parent.mkdir(parents=True, exist_ok=True)
     (dest / WORKFLOW_PATH).write_text(classroom_workflow(assignment))

@@ -17,7 +17,7 @@ import torch
 
 from ..assignment import Assignment, AssignmentError
 from ..checks import finite_float64, tolerance_for
-from ..fingerprint import call_digest
+from ..memo.fingerprint import call_digest
 from ..sandbox.execute import run_call
 from ..sandbox.protocol import roundtrip_outcome
 from .catalogue import Catalogue, Mistake

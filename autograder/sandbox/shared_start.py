@@ -16,7 +16,7 @@ environment and command line overwritten in memory (`/proc/<pid>/environ` and `c
 that memory). A worker can still read anything the grading process held in memory before the
 fork, freed or not: the engine's own code, the assignment's public settings, and copies of its
 environment and arguments. So the grading process must be started with nothing secret in them:
-`autograder.gradescope` gives it a minimal environment (PATH, locale, HOME, thread counts).
+`autograder.platforms.gradescope` gives it a minimal environment (PATH, locale, HOME, thread counts).
 """
 from __future__ import annotations
 

@@ -92,7 +92,7 @@ def load_student_cells(cells: list, filename: str, module_name: str
 
 
 def describe_param(p) -> str:
-    """One parameter as the trusted side reads it (`autograder.signatures`): "name",
+    """One parameter as the trusted side reads it (`autograder.intake.signatures`): "name",
     "name=default", "*name", "**name", "kw:name[=default]" (keyword-only), "pos:name[=default]"
     (positional-only); at most 60 characters."""
     import inspect

@@ -102,7 +102,7 @@ def test_gradescope_run_with_a_shared_fork_server(tmp_path):
         (root / "submission").mkdir(parents=True)
         (root / "submission" / "attention.py").write_text(source)
         env = {**_env(), "AUTOGRADER_SANDBOX": "user"}
-        r = subprocess.run([sys.executable, "-m", "autograder.gradescope", "--root", str(root),
+        r = subprocess.run([sys.executable, "-m", "autograder.platforms.gradescope", "--root", str(root),
                             "-a", str(assignment)], env=env, capture_output=True, text=True,
                            timeout=600, cwd=ROOT)
         assert r.returncode == 0, r.stderr

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from autograder.sandbox import wire
-from autograder.tensor_cache import TensorMemo
+from autograder.memo.tensor_cache import TensorMemo
 
 FLOATS = st.sampled_from([np.float32, np.float64])
 

@@ -1,0 +1,363 @@
+"""`autograder lint`: authoring mistakes caught before students see them.
+
+Each finding names the file, the line and the fix. Checked:
+
+* `assignment.toml`: tables and keys the grader does not know (`[limit]` for `[limits]` would
+  otherwise be ignored without a word), and the required keys;
+* each question file: its `name` (and the name given to `Question(...)`) is the question's id
+  (else its snapshots are recorded under the other name and every student is told the grader
+  could not run the case); a hidden case carries points;
+* each question's `functions` are defined by the template (else the notebook gets a stub cell
+  for a function students were never given);
+* each public case's snapshot exists and, when the reference is at hand, is what the reference
+  records today (stale snapshots make public cases fail as grader errors).
+
+Only `ast` and `tomllib` read the files, except for the staleness check, which runs the
+reference on the public cases as `autograder snapshot` does (nothing is written).
+"""
+from __future__ import annotations
+
+import ast
+import difflib
+import json
+import math
+import re
+import tomllib
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+from ..assignment import _resolve, find_assignment_root, parse_answers, parse_api
+from ..sandbox.limits import Limits
+
+TOP_KEYS = {"name", "title", "student_file", "template", "reference", "mistakes"}
+REQUIRED = ("name", "student_file", "template")
+# Tables and their keys; None: any key (`[outputs]` is keyed by function names).
+TABLES: dict[str, set[str] | None] = {
+    "outputs": None,
+    "gradescope": {"hidden_visibility"},
+    "integrity": {"on_tamper"},
+    "limits": {f.name for f in fields(Limits)},
+    "question": {"id", "functions", "answers"},
+    "student": {"bundle_url"},
+}
+
+
+@dataclass
+class LintError:
+    file: Path
+    line: int
+    message: str
+    fix: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}: {self.message}; fix: {self.fix}"
+
+
+# ------------------------------------------------------------------ assignment.toml
+
+class _TomlLines:
+    """Where tables and keys are in an assignment.toml (tomllib gives no line numbers)."""
+
+    _HEADER = re.compile(r"^\s*(\[\[?)\s*([A-Za-z0-9_.\-\"' ]+?)\s*\]\]?")
+    _KEY = re.compile(r"^\s*([A-Za-z0-9_\-\"'.]+)\s*=")
+
+    def __init__(self, text: str):
+        self.tables: dict[tuple[str, int], int] = {}
+        self.keys: dict[tuple[str, int, str], int] = {}
+        table, index, counts = "", 0, {}
+        for n, line in enumerate(text.splitlines(), 1):
+            m = self._HEADER.match(line)
+            if m:
+                table = m.group(2).strip().strip("\"'")
+                index = counts.get(table, -1) + 1 if m.group(1) == "[[" else 0
+                counts[table] = index
+                self.tables.setdefault((table, index), n)
+                continue
+            k = self._KEY.match(line)
+            if k:
+                self.keys.setdefault((table, index, k.group(1).strip("\"'")), n)
+
+    def table(self, name: str, index: int = 0) -> int:
+        return self.tables.get((name, index), 1)
+
+    def key(self, table: str, key: str, index: int = 0) -> int:
+        return self.keys.get((table, index, key), self.table(table, index) if table else 1)
+
+
+def _suggest(word: str, known) -> str:
+    close = difflib.get_close_matches(word, sorted(known), n=1, cutoff=0.6)
+    return f" (did you mean `{close[0]}`?)" if close else ""
+
+
+def _check_toml(path: Path, config: dict, where: _TomlLines) -> list[LintError]:
+    errors = []
+    for key, value in config.items():
+        if isinstance(value, (dict, list)) and key in TABLES:
+            continue
+        if key in TOP_KEYS:
+            continue
+        if isinstance(value, (dict, list)) and key not in TOP_KEYS:
+            errors.append(LintError(path, where.table(key), f"unknown table [{key}]"
+                                    f"{_suggest(key, TABLES)}",
+                                    f"rename it to one of [{'], ['.join(sorted(TABLES))}], "
+                                    "or remove it"))
+        else:
+            errors.append(LintError(path, where.key("", key), f"unknown key `{key}`"
+                                    f"{_suggest(key, TOP_KEYS)}",
+                                    f"use one of {', '.join(sorted(TOP_KEYS))}, or remove it"))
+    for key in REQUIRED:
+        if key not in config:
+            errors.append(LintError(path, 1, f"`{key}` is missing",
+                                    f"add `{key} = \"...\"` before the first table"))
+    for table, keys in TABLES.items():
+        value = config.get(table)
+        if value is None or keys is None:
+            continue
+        items = value if isinstance(value, list) else [value]
+        for i, item in enumerate(items):
+            if not isinstance(item, dict):
+                continue
+            for key in item:
+                if key not in keys:
+                    errors.append(LintError(
+                        path, where.key(table, key, i),
+                        f"unknown key `{key}` in [{table}]{_suggest(key, keys)}",
+                        f"use one of {', '.join(sorted(keys))}, or remove it"))
+    if "question" in config and not isinstance(config["question"], list):
+        errors.append(LintError(path, where.table("question"), "[question] must be [[question]]",
+                                "write each question as a [[question]] table"))
+    return errors
+
+
+# ------------------------------------------------------------------ question files
+
+def _is_test_case(dec: ast.expr) -> bool:
+    func = dec.func if isinstance(dec, ast.Call) else dec
+    return (isinstance(func, ast.Name) and func.id == "test_case") or (
+        isinstance(func, ast.Attribute) and func.attr == "test_case")
+
+
+def _keyword(call: ast.Call, name: str, position: int) -> ast.expr | None:
+    for kw in call.keywords:
+        if kw.arg == name:
+            return kw.value
+    return call.args[position] if len(call.args) > position else None
+
+
+def _public_snapshot_keys(tree: ast.Module) -> list[tuple[str, int]]:
+    """(key, line) of `snapshot("key")` in the public cases."""
+    found = []
+    for node in tree.body:
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        decs = [d for d in node.decorator_list if _is_test_case(d) and isinstance(d, ast.Call)]
+        if not decs or any(isinstance(h := _keyword(d, "hidden", 2), ast.Constant) and h.value
+                           for d in decs):
+            continue
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) \
+                    and sub.func.id == "snapshot" and sub.args \
+                    and isinstance(sub.args[0], ast.Constant) \
+                    and isinstance(sub.args[0].value, str):
+                found.append((sub.args[0].value, sub.lineno))
+    return found
+
+
+def _check_question_file(qid: str, path: Path, source: str) -> list[LintError]:
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as e:
+        return [LintError(path, e.lineno or 1, f"syntax error: {e.msg}", "correct the syntax")]
+    errors = []
+    name_line, file_points = None, False
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 \
+                and isinstance(node.targets[0], ast.Name):
+            target = node.targets[0].id
+            if target == "points":
+                file_points = True
+            if target == "name":
+                name_line = node.lineno
+                value = node.value
+                if not (isinstance(value, ast.Constant) and value.value == qid):
+                    shown = ast.unparse(value)
+                    errors.append(LintError(
+                        path, node.lineno, f"the question file's name is {shown}, but its id "
+                        f"in assignment.toml is {qid!r} (snapshots would be recorded under the "
+                        "other name and every student told the grader could not run the case)",
+                        f"write `name = \"{qid}\"`"))
+    if name_line is None:
+        errors.append(LintError(path, 1, "the question file has no `name`",
+                                f"add `name = \"{qid}\"` at the top level"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                and node.func.id == "Question" and node.args \
+                and isinstance(node.args[0], ast.Constant) and node.args[0].value != qid:
+            errors.append(LintError(path, node.lineno, f"Question({node.args[0].value!r}) does "
+                                    f"not name the question {qid!r}",
+                                    f"write `Question(name, ...)` or `Question(\"{qid}\", ...)`"))
+    for node in tree.body:
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for dec in node.decorator_list:
+            if not (_is_test_case(dec) and isinstance(dec, ast.Call)):
+                continue
+            hidden = _keyword(dec, "hidden", 2)
+            if not (isinstance(hidden, ast.Constant) and hidden.value):
+                continue
+            points = _keyword(dec, "points", 1)
+            zero = isinstance(points, ast.Constant) and (points.value is None or (
+                isinstance(points.value, (int, float)) and points.value <= 0))
+            if zero or (points is None and not file_points):
+                errors.append(LintError(path, dec.lineno, f"the hidden case {node.name} has no "
+                                        "points (it can fail without costing anything)",
+                                        "give it `points=` greater than 0, or make it public"))
+    return errors
+
+
+# ------------------------------------------------------------------ snapshots
+
+# Recorded values agree when they differ by no more than a recording on another machine would
+# (float32 sums come out in another order with another thread count).
+_TOLERANCE = {"float64": (1e-9, 1e-12)}
+_FLOAT32 = (1e-4, 1e-6)
+
+
+def _close(a, b, tol: tuple[float, float] = _FLOAT32) -> bool:
+    """Recorded JSON values agree (numbers within the dtype's tolerance, the rest exactly)."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+            return True
+        return math.isclose(a, b, rel_tol=tol[0], abs_tol=tol[1])
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_close(x, y, tol) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        if isinstance(a.get("dtype"), str):
+            tol = _TOLERANCE.get(a["dtype"], _FLOAT32)
+        return a.keys() == b.keys() and all(_close(a[k], b[k], tol) for k in a)
+    return a == b
+
+
+def _check_snapshots(root: Path, questions: list[tuple[str, Path]], fresh: dict | None
+                     ) -> list[LintError]:
+    errors = []
+    for qid, test_file in questions:
+        try:
+            tree = ast.parse(test_file.read_text())
+        except (OSError, SyntaxError):
+            continue   # reported with the question file
+        snap = root / "snapshots" / f"{qid}.json"
+        try:
+            stored = json.loads(snap.read_text()) if snap.is_file() else None
+        except ValueError:
+            errors.append(LintError(snap, 1, "the snapshot file is not valid JSON",
+                                    "run `autograder snapshot`"))
+            continue
+        for key, line in _public_snapshot_keys(tree):
+            if stored is None or key not in stored:
+                errors.append(LintError(test_file, line, f"the public case's snapshot "
+                                        f"{qid}/{key} is missing",
+                                        f"run `autograder snapshot -a {root}`"))
+            elif fresh is not None and key in fresh.get(qid, {}) \
+                    and not _close(stored[key], fresh[qid][key]):
+                errors.append(LintError(test_file, line, f"the public case's snapshot "
+                                        f"{qid}/{key} is stale (the reference or the case "
+                                        "changed since it was recorded)",
+                                        f"run `autograder snapshot -a {root}`"))
+    return errors
+
+
+def _record_fresh(root: Path) -> dict:
+    """What `autograder snapshot` would record now (nothing written)."""
+    from .. import cases
+    from ..assignment import load_assignment
+    from ..runner import grade_functions
+
+    assignment = load_assignment(root)
+    ref = assignment.load_reference()
+    env = {name: getattr(ref, name) for name in assignment.api if hasattr(ref, name)}
+    env.update({name: getattr(ref, name, None) for name in assignment.answers})
+    store: dict = {}
+    with cases.recording(store):
+        grade_functions(assignment, "reference", lambda q: env, include_hidden=False)
+    return store
+
+
+# ------------------------------------------------------------------ all of it
+
+def lint(name_or_path: str | Path, *, snapshots: bool = True, reference: bool = True
+         ) -> list[LintError]:
+    """Every authoring mistake found in the assignment. `snapshots`: check the public cases'
+    snapshots exist; `reference`: also that they are fresh (runs the reference)."""
+    root = find_assignment_root(name_or_path)
+    toml_path = root / "assignment.toml"
+    text = toml_path.read_text()
+    try:
+        config = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        m = re.search(r"line (\d+)", str(e))
+        return [LintError(toml_path, int(m.group(1)) if m else 1, f"not valid TOML: {e}",
+                          "correct the syntax")]
+    where = _TomlLines(text)
+    errors = _check_toml(toml_path, config, where)
+    api: dict = {}
+    answers: list[str] = []
+    template_rel = config.get("template")
+    if isinstance(template_rel, str):
+        template = _resolve(root, root.parent.parent, template_rel)
+        if not template.is_file():
+            errors.append(LintError(toml_path, where.key("", "template"),
+                                    f"template {template_rel!r} not found",
+                                    "give the template's path, relative to this folder or to "
+                                    "the project"))
+        else:
+            source = template.read_text()
+            try:
+                api, answers = parse_api(source), parse_answers(source)
+            except SyntaxError as e:
+                errors.append(LintError(template, e.lineno or 1, f"syntax error: {e.msg}",
+                                        "correct the syntax"))
+    questions: list[tuple[str, Path]] = []
+    raw_questions = config.get("question") if isinstance(config.get("question"), list) else []
+    for i, q in enumerate(raw_questions):
+        if not isinstance(q, dict) or not isinstance(q.get("id"), str):
+            errors.append(LintError(toml_path, where.table("question", i),
+                                    "a [[question]] has no id", "add `id = \"...\"`"))
+            continue
+        qid = q["id"]
+        test_file = root / "tests" / f"{qid}.py"
+        if not test_file.is_file():
+            errors.append(LintError(toml_path, where.key("question", "id", i),
+                                    f"question {qid!r} has no file tests/{qid}.py",
+                                    f"write {test_file}, or correct the id"))
+            continue
+        questions.append((qid, test_file))
+        errors += _check_question_file(qid, test_file, test_file.read_text())
+        if api or answers:
+            line = where.key("question", "functions", i)
+            for fn in q.get("functions", []):
+                if fn not in api:
+                    errors.append(LintError(
+                        toml_path, line, f"question {qid!r} lists the function `{fn}`, which "
+                        f"the template does not define{_suggest(fn, api)}",
+                        f"define `def {fn}(...)` in the template, or remove it from "
+                        "`functions`"))
+    if snapshots:
+        fresh = None
+        if reference and not errors and config.get("reference"):
+            ref = _resolve(root, root.parent.parent, config["reference"])
+            if ref.is_file():
+                try:
+                    fresh = _record_fresh(root)
+                except Exception as e:  # noqa: BLE001 - the reference is the instructor's code
+                    errors.append(LintError(ref, 1, f"running the reference on the public "
+                                            f"cases failed ({type(e).__name__}: {e})",
+                                            "make the reference importable and correct"))
+        errors += _check_snapshots(root, questions, fresh)
+    return errors
+
+
+def report(errors: list[LintError]) -> str:
+    return "\n".join(str(e) for e in errors)

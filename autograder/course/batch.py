@@ -1,0 +1,358 @@
+"""Grading a whole class: parallel workers, a progress bar, and a resumable cache.
+
+Each finished submission is written at once to `<out>/.cache/<key>.json`, the key being a hash of
+the submission's content and of the assignment's version (question files, snapshots, reference,
+template and engine). A run that is interrupted (Ctrl-C, kill -9, reboot) and started again
+regrades nothing already graded; a run on an unchanged class starts no sandbox at all.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import sys
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..assignment import Assignment
+from .classlist import Student, display
+from .. import project
+from ..results import SubmissionResult, submission_from_json
+from ..sandbox.limits import Limits
+from ..status import CaseStatus
+
+
+@dataclass
+class Graded:
+    student: Student
+    result: SubmissionResult
+    cached: bool = False
+
+
+def assignment_version(assignment: Assignment) -> str:
+    return _version_of(str(assignment.root), str(assignment.template),
+                       str(assignment.reference_path or ""))
+
+
+@functools.lru_cache(maxsize=None)
+def _version_of(root: str, template: str, reference: str) -> str:
+    """A hash of everything that can change a grade besides the submission itself."""
+    h = hashlib.sha256()
+    root_path = Path(root)
+    files = sorted(p for p in root_path.rglob("*")
+                   if p.is_file() and "examples" not in p.relative_to(root_path).parts
+                   and "__pycache__" not in p.parts)
+    files += [Path(template)]
+    if reference:
+        files.append(Path(reference))
+    for p in files:
+        h.update(str(p.name).encode())
+        h.update(p.read_bytes())
+    # Every engine file, subpackages included, named by its path in the package (a moved
+    # module changes the key as an edited one does).
+    engine_dir = project.ENGINE_DIR
+    for p in project.engine_files(engine_dir):
+        h.update(p.relative_to(engine_dir).as_posix().encode())
+        h.update(p.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def _content_for_key(file: Path) -> bytes:
+    """What a submission's cache key hashes: its bytes, read as grading reads them (a link, a
+    FIFO or a huge file is not read: the reason it is refused stands in for the content)."""
+    from ..intake.student_files import UnreadableSubmission, read_student_file
+    from ..intake.submissions import MAX_NOTEBOOK_BYTES
+
+    try:
+        return read_student_file(file, MAX_NOTEBOOK_BYTES)
+    except UnreadableSubmission as e:
+        return b"\0unreadable\0" + str(e).encode()
+
+
+def cache_key(assignment: Assignment, content: bytes, limits: Limits) -> str:
+    h = hashlib.sha256(content)
+    h.update(assignment_version(assignment).encode())
+    h.update(repr(limits).encode())
+    return h.hexdigest()
+
+
+class ResultCache:
+    def __init__(self, folder: Path):
+        self.folder = folder
+        folder.mkdir(parents=True, exist_ok=True)
+
+    def get(self, key: str) -> SubmissionResult | None:
+        path = self.folder / f"{key}.json"
+        try:
+            return submission_from_json(json.loads(path.read_text()))
+        except (OSError, ValueError, KeyError, TypeError):
+            return None  # missing, or half-written by a killed run: grade again
+
+    def put(self, key: str, result: SubmissionResult) -> None:
+        path = self.folder / f"{key}.json"
+        tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
+        tmp.write_text(json.dumps(result.to_json()))
+        os.replace(tmp, path)  # atomic: a kill leaves the old file or none, never half of one
+
+
+def grade_class(assignment: Assignment, students: list[Student], *, out: Path | None,
+                jobs: int, sandbox_level: str, limits: Limits, progress: bool = True,
+                questions: list[str] | None = None, public_only: bool = False,
+                share_torch: bool = False) -> list[Graded]:
+    """Grade every student once (cached results reused); returns results in class order."""
+    from ..sandbox import choose_level
+
+    cache = ResultCache(out / ".cache") if out else None
+    graded: list[Graded | None] = [None] * len(students)
+    todo: list[tuple[int, str | None]] = []
+    for i, s in enumerate(students):
+        key = None
+        if cache is not None:
+            if s.file is None:
+                content = b"\0missing\0" + (s.problem or "").encode()
+            else:
+                content = _content_for_key(s.file)
+            options = f"{questions}|{public_only}".encode()
+            key = cache_key(assignment, content + options, limits)
+            hit = cache.get(key)
+            if hit is not None:
+                hit.path = display(str(s.file or s.folder or s.name))
+                graded[i] = Graded(s, hit, cached=s.file is not None)
+                continue
+        if s.file is None:
+            from ..runner import failed_everywhere  # imports otter and torch: only when needed
+
+            row = failed_everywhere(assignment, display(str(s.folder or s.name)), CaseStatus.ERROR,
+                                    s.problem or "nothing to grade",
+                                    include_hidden=not public_only)
+            if cache is not None and key is not None:
+                cache.put(key, row)
+            graded[i] = Graded(s, row)
+            continue
+        todo.append((i, key))
+
+    if todo:
+        sandbox_level = choose_level(sandbox_level)   # refuse here, before any process starts
+    grader = _Grader(assignment, sandbox_level, limits, questions, public_only, cache)
+    grader.share_torch = share_torch
+    if todo and share_torch and min(jobs, len(todo)) <= 1:
+        # Forked from this process while it runs no other thread (the progress bar has one).
+        grader.start_sandbox()
+    bar = None
+    if todo and progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(todo), unit="sub", desc="grading", dynamic_ncols=True,
+                   smoothing=0.1, disable=None)  # None: only on a terminal
+    try:
+        for i, result in _grade_all(grader, [(i, students[i].file, key) for i, key in todo],
+                                    jobs):
+            graded[i] = Graded(students[i], result)
+            if bar is not None:
+                bar.update(1)
+    finally:
+        if bar is not None:
+            bar.close()
+    for g in graded:
+        g.result.student = g.student.name
+        # The folder's notes first; the submission's own (an integrity flag, notebook cells)
+        # are kept.
+        g.result.notes = list(g.student.notes) + [n for n in g.result.notes
+                                                  if n not in g.student.notes]
+    return graded  # type: ignore[return-value]
+
+
+class _Grader:
+    """Grades one submission after another with one sandbox (started on first use)."""
+
+    def __init__(self, assignment: Assignment, sandbox_level: str, limits: Limits,
+                 questions: list[str] | None, public_only: bool, cache: ResultCache | None,
+                 slot: int = 0):
+        self.assignment, self.sandbox_level, self.limits = assignment, sandbox_level, limits
+        self.questions, self.public_only, self.cache, self.slot = \
+            questions, public_only, cache, slot
+        self.sandbox = None
+        self.share_torch = False     # fork the first fork server from this process
+        self._started = False
+
+    def start_sandbox(self) -> None:
+        from ..sandbox import Sandbox
+
+        if self.sandbox is None:
+            # Only a first start can share this process's torch: later ones (after a fault)
+            # come from a process that has read the reference and the hidden cases.
+            share = self.share_torch and not self._started and \
+                _nothing_secret_loaded(self.assignment)
+            self._started = True
+            self.sandbox = Sandbox(self.sandbox_level, slot=self.slot, wait=False,
+                                   share_torch=share)
+
+    def grade(self, file: Path, key: str | None) -> SubmissionResult:
+        """One submission's row, whatever happens while grading it (`grade_submission` already
+        turns its own faults into rows; this also covers starting the sandbox and the cache).
+        Only a sandbox that cannot run at all (SandboxError) and Ctrl-C end the run."""
+        from ..grade import grade_submission, report_internal_error
+        from ..runner import internal_error
+        from ..sandbox import SandboxError
+
+        shown = display(str(file))
+        try:
+            self.start_sandbox()
+            result = grade_submission(self.assignment, file, self.sandbox, self.limits,
+                                      questions=self.questions, display_path=shown,
+                                      include_hidden=not self.public_only)
+        except SandboxError:
+            raise
+        except Exception as e:  # noqa: BLE001 - one submission must never end a class run
+            report_internal_error(shown, e)
+            result = internal_error(self.assignment, shown, e,
+                                    include_hidden=not self.public_only)
+        if _internal_error(result):
+            # Not kept in the cache: the next run tries again. The sandbox may be in any state
+            # after a fault of the grader: the next submission gets a fresh one.
+            try:
+                self.close()
+            except Exception:  # noqa: BLE001 - a fresh one is started all the same
+                self.sandbox = None
+            return result
+        if self.cache is not None and key is not None:
+            try:
+                self.cache.put(key, result)
+            except OSError as e:
+                print(f"autograder: could not cache the result of {shown}: {e}", file=sys.stderr)
+        return result
+
+    def close(self) -> None:
+        if self.sandbox is not None:
+            self.sandbox.close()
+            self.sandbox = None
+
+
+def _nothing_secret_loaded(assignment: Assignment) -> bool:
+    """Whether this process has read none of the assignment's private files yet (question
+    files, snapshots, the reference, the mistakes catalogue): then a fork of it holds nothing
+    a student may not see."""
+    from ..runner import load_question_file
+
+    if load_question_file.cache_info().currsize or _version_of.cache_info().currsize:
+        return False
+    private = [str(assignment.root.resolve())]
+    if assignment.reference_path is not None:
+        private.append(str(Path(assignment.reference_path).resolve().parent))
+    for module in list(sys.modules.values()):
+        file = getattr(module, "__file__", None)
+        if file and any(os.path.realpath(file).startswith(p + os.sep) for p in private):
+            return False
+    return True
+
+
+def _internal_error(result: SubmissionResult) -> bool:
+    return any(c.status == CaseStatus.INTERNAL_ERROR for q in result.questions.values() for c in q.cases) \
+        or (not result.questions and bool(result.error))
+
+
+def _grade_all(grader: _Grader, todo: list[tuple[int, Path, str | None]], jobs: int):
+    """Yield (index, result) as submissions finish. With more than one job, each grading
+    process has its own sandbox and its own interpreter: the trusted side's comparisons are
+    Python code, which threads of one process would run one at a time."""
+    jobs = max(1, min(jobs, len(todo)))
+    if jobs == 1:
+        yield from _grade_here(grader, [(i, (file, key)) for i, file, key in todo])
+        return
+    import multiprocessing
+
+    # "spawn": a fresh interpreter per grading process (forking one that holds torch's thread
+    # pools is not safe); each takes the next sandbox slot (its own unprivileged uid).
+    context = multiprocessing.get_context("spawn")
+    slots = context.Value("i", 0)
+    pending = {i: (file, key) for i, file, key in todo}
+    for _ in range(MAX_POOL_STARTS):
+        yield from _grade_in_pool(grader, pending, jobs, context, slots)
+        if not pending:
+            return
+    # Grading processes keep dying (the machine's out-of-memory killer, say): go on in this one.
+    yield from _grade_here(grader, list(pending.items()))
+
+
+def _grade_here(grader: _Grader, items: list[tuple[int, tuple[Path, str | None]]]):
+    """Grade one after another in this process."""
+    try:
+        for i, (file, key) in items:
+            yield i, grader.grade(file, key)
+    finally:
+        grader.close()
+
+
+MAX_POOL_STARTS = 3
+
+
+def _grade_in_pool(grader: _Grader, pending: dict, jobs: int, context, slots):
+    """Grade `pending` ({index: (file, key)}) in a pool of grading processes, removing each
+    as it is yielded. Returns early, leaving the rest pending, if a grading process dies."""
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures.process import BrokenProcessPool
+
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_start_process,
+                               initargs=(grader, slots))
+    futures: dict = {}
+    finished = broken = False
+    try:
+        futures = {pool.submit(_grade_in_process, file, key): i
+                   for i, (file, key) in pending.items()}
+        for fut in as_completed(futures):
+            try:
+                result = fut.result()
+            except BrokenProcessPool:
+                broken = True
+                print("autograder: a grading process stopped unexpectedly; the submissions it "
+                      "had not finished are graded again", file=sys.stderr)
+                return
+            pending.pop(futures[fut])
+            yield futures[fut], result
+        finished = True
+    finally:
+        if not finished:
+            # Interrupted: grade nothing more, and do not wait for the submissions being graded
+            # (their processes end with this one; the results so far are in the cache).
+            for fut in futures:
+                fut.cancel()
+        pool.shutdown(wait=finished or broken, cancel_futures=True)
+
+
+_process_grader: _Grader | None = None
+
+
+def _start_process(grader: _Grader, slots) -> None:
+    import multiprocessing.util
+    import signal
+
+    from ..sandbox import protect_this_process
+
+    global _process_grader
+    protect_this_process(die_with_parent=True)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the main process's to handle
+    with slots.get_lock():
+        grader.slot = slots.value
+        slots.value += 1
+    _process_grader = grader
+    # The fork server imports torch while this process does the same for the comparisons.
+    try:
+        grader.start_sandbox()
+    except Exception:  # noqa: BLE001 - raised again by the first grade, in the main process
+        pass
+    from .. import grade  # noqa: F401
+    multiprocessing.util.Finalize(None, grader.close, exitpriority=10)
+
+
+def _grade_in_process(file: Path, key: str | None) -> SubmissionResult:
+    assert _process_grader is not None
+    return _process_grader.grade(file, key)
+
+
+def sandbox_description(graded: list[Graded]) -> str | None:
+    for g in graded:
+        if g.result.sandbox:
+            return g.result.sandbox
+    return None

@@ -1,0 +1,129 @@
+"""Who the students are: turning a folder of submissions into one entry per student.
+
+Understood layouts, per path given on the command line:
+
+* a file: one student, named after the file;
+* a Gradescope submissions export (a folder with `submission_metadata.yml`): one student per
+  `submission_<id>` folder, named from the metadata;
+* a folder with one subfolder per student (what GitHub Classroom's clone tooling produces):
+  one student per subfolder, their file found inside;
+* a folder of files: one student per file.
+"""
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..intake.student_files import SKIP_DIRS, SUFFIXES, is_link, pick_file
+
+
+@dataclass
+class Student:
+    name: str
+    folder: Path | None          # the student's own folder, when the layout has one
+    file: Path | None            # the file to grade (None: nothing gradable was found)
+    notes: list[str] = field(default_factory=list)
+    problem: str | None = None   # why there is nothing to grade
+
+
+def display(text: str) -> str:
+    """A printable form of a file name that may not be valid UTF-8."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+def choose_file(folder: Path, student_file: str) -> tuple[Path | None, list[str]]:
+    """The file to grade in a student's folder, and notes on what was passed over."""
+    pick = pick_file(folder, student_file, ambiguous="closest")
+    if pick.file is None:
+        return None, []
+    notes = []
+    if pick.others:
+        rel = [display(str(p.relative_to(folder))) for p in pick.others[:5]]
+        notes.append(f"graded {display(str(pick.file.relative_to(folder)))}; also found "
+                     f"{', '.join(rel)}{' ...' if len(pick.others) > 5 else ''}, not graded")
+    return pick.file, notes
+
+
+def _gradescope_names(folder: Path) -> dict[str, str]:
+    import yaml
+
+    try:
+        meta = yaml.safe_load((folder / "submission_metadata.yml").read_text()) or {}
+    except (OSError, yaml.YAMLError):
+        return {}
+    names = {}
+    for key, info in meta.items() if isinstance(meta, dict) else []:
+        submitters = (info or {}).get(":submitters") or (info or {}).get("submitters") or []
+        who = [str(s.get(":name") or s.get("name") or s.get(":email") or "")
+               for s in submitters if isinstance(s, dict)]
+        if any(who):
+            names[str(key)] = " & ".join(w for w in who if w)
+    return names
+
+
+def discover(paths: list[str], student_file: str) -> list[Student]:
+    """One entry per student. Nothing here follows a link inside a class folder: a student's
+    folder or file that is a link gets a row saying so (see student_files)."""
+    students: list[Student] = []
+    for raw in paths:
+        path = Path(raw)
+        try:
+            mode = os.stat(path).st_mode   # the path given may be a link the instructor made
+        except OSError:
+            students.append(Student(display(path.name or raw), None, None,
+                                    problem=f"not found: {display(raw)}"))
+            continue
+        if not stat.S_ISDIR(mode):
+            # A file given by name: read_student_file decides whether it can be graded.
+            students.append(Student(display(path.stem), None, path))
+        elif (path / "submission_metadata.yml").is_file():
+            names = _gradescope_names(path)
+            for sub in sorted(p for p in path.iterdir() if _is_folder(p)):
+                students.append(_from_folder(sub, names.get(sub.name, display(sub.name)),
+                                             student_file))
+        else:
+            entries = sorted(path.iterdir())
+            subdirs = [p for p in entries if p.name not in SKIP_DIRS
+                       and not p.name.startswith(".") and _is_folder(p)]
+            loose = [p for p in entries if p.suffix in SUFFIXES and not p.name.startswith(".")
+                     and not _is_folder(p)]
+            for f in loose:
+                students.append(Student(display(f.stem), None, f))
+            for d in subdirs:
+                students.append(_from_folder(d, display(d.name), student_file))
+    _unique_names(students)
+    return students
+
+
+def _is_folder(path: Path) -> bool:
+    """A folder, or a link to one (a student's folder that is a link gets a row refusing it)."""
+    try:
+        return stat.S_ISDIR(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+LINKED_FOLDER = ("the student's folder is a symbolic link, not a folder; nothing in it was "
+                 "graded (links are not followed)")
+
+
+def _from_folder(folder: Path, name: str, student_file: str) -> Student:
+    if is_link(folder):
+        # Its files may be anyone's (the reference, another student's): nothing is graded.
+        return Student(name, None, None, problem=LINKED_FOLDER)
+    chosen, notes = choose_file(folder, student_file)
+    if chosen is None:
+        return Student(name, folder, None,
+                       problem=f"no {student_file} or notebook found in the folder")
+    return Student(name, folder, chosen, notes)
+
+
+def _unique_names(students: list[Student]) -> None:
+    seen: dict[str, int] = {}
+    for s in students:
+        n = seen.get(s.name, 0)
+        seen[s.name] = n + 1
+        if n:
+            s.name = f"{s.name} ({n + 1})"

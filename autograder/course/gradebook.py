@@ -1,0 +1,238 @@
+"""The instructor's term around class grading: due dates, late policy, roster columns and the
+gradebook file an LMS imports.
+
+`apply_due` replaces each Classroom repository's file by the one committed at or before the due
+time (read from git into a staging folder, the student's working tree untouched); with a late
+policy, by the latest commit, whose lateness then costs points in `adjusted_total`.
+`gradebook.csv` has the columns Canvas's gradebook import reads (`Student`, `SIS User ID`,
+`SIS Login ID`, `Section`, then one column per assignment, named by the assignment's title) and
+that Moodle's CSV import maps in its form (identify users by `SIS User ID` mapped to "ID
+number", the title column mapped to the grade item).
+"""
+from __future__ import annotations
+
+import csv
+import io
+import os
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from . import git_history
+from .classlist import Student, display
+from ..safetext import csv_cell
+
+NO_SUBMISSION_BEFORE_DUE = "no submission before the due date"
+
+
+@dataclass(frozen=True)
+class LatePolicy:
+    """`percent` of the points lost per day late (a started day counts), at most `cap`."""
+    percent: float
+    cap: float = 100.0
+
+    @classmethod
+    def parse(cls, text: str) -> "LatePolicy":
+        """`10%/day` or `10%/day,max=50%`."""
+        m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*%?\s*/\s*day\s*(?:,\s*max\s*=\s*(\d+(?:\.\d+)?)"
+                         r"\s*%?)?\s*", text)
+        if not m:
+            raise ValueError(f"--late-policy {text!r}: write e.g. 10%/day or 10%/day,max=50%")
+        percent, cap = float(m.group(1)), float(m.group(2) or 100)
+        if percent > 100 or cap > 100:
+            raise ValueError(f"--late-policy {text!r}: percentages are at most 100")
+        return cls(percent, cap)
+
+    def deduction(self, days: int) -> float:
+        """The fraction of the score lost after `days` days."""
+        return min(self.cap, self.percent * days) / 100.0
+
+
+@dataclass
+class DueInfo:
+    commit: str = ""
+    committed: str = ""
+    later_commits: int | str = ""
+    late_by_hours: float | str = ""
+    days_late: int = 0
+    no_submission: bool = False
+
+
+def apply_due(students: list[Student], due: datetime, student_file: str, stage: Path,
+              policy: LatePolicy | None) -> dict[int, DueInfo]:
+    """Point each student in a git repository at their file as of the due time (staged in
+    `stage`); {id(student): what was graded}. Folders that are not repositories are graded as
+    they are, with a note."""
+    from ..intake.submissions import MAX_BYTES, MAX_NOTEBOOK_BYTES
+
+    infos: dict[int, DueInfo] = {}
+    for i, s in enumerate(students):
+        if s.folder is None:
+            continue
+        if not git_history.is_repository(s.folder):
+            s.notes.append("note: not a git repository, so the due date could not be applied: "
+                           "graded as it is")
+            continue
+        info = DueInfo()
+        infos[id(s)] = info
+        try:
+            v = git_history.due_version(s.folder, due)
+        except git_history.HistoryError as e:
+            s.file, s.problem = None, f"the repository's history could not be read: {e}"
+            continue
+        info.later_commits = v.later_commits
+        if v.latest_late_by is not None:
+            info.late_by_hours = round(v.latest_late_by.total_seconds() / 3600, 2)
+        commit = v.commit
+        if policy is not None and v.latest_late_by is not None:
+            commit = v.latest
+            info.days_late = git_history.days_late(v.latest_late_by)
+        if commit is None:
+            info.no_submission = True
+            s.file, s.problem = None, (f"{NO_SUBMISSION_BEFORE_DUE} ({v.later_commits} "
+                                       f"commit(s) after it, the latest "
+                                       f"{git_history.describe_late(v.latest_late_by)} late)")
+            continue
+        info.commit = commit
+        info.committed = (v.committed if commit == v.commit else v.latest_committed) or ""
+        try:
+            rel, content = git_history.read_at(s.folder, commit, student_file, MAX_BYTES,
+                                               MAX_NOTEBOOK_BYTES)
+        except git_history.HistoryError as e:
+            s.file, s.problem = None, f"commit {commit[:10]}: {e}"
+            continue
+        suffix = ".ipynb" if rel.endswith(".ipynb") else ".py"
+        target = stage / f"{i:05d}" / (Path(student_file).stem + suffix)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(content)
+        s.file, s.problem = target, None
+        when = "the last at or before the due time" if commit == v.commit else \
+            f"the latest, {info.days_late} day(s) late"
+        later = f"; {v.later_commits} later commit(s), the latest " \
+                f"{git_history.describe_late(v.latest_late_by)} after the due time" \
+            if v.later_commits and commit == v.commit else ""
+        s.notes.insert(0, f"graded {display(rel)} at commit {commit[:10]} ({when}){later}")
+    return infos
+
+
+def adjusted(total: float, info: DueInfo | None, policy: LatePolicy | None) -> float:
+    if info is None or policy is None or not info.days_late:
+        return total
+    return round(total * (1 - policy.deduction(info.days_late)), 6)
+
+
+def write_lms_csv(path: Path, title: str, rows: list[tuple[str, str, float | None]]) -> Path:
+    """`gradebook.csv`: (student name, identifier, points) per student; points None leaves the
+    cell empty (the LMS keeps what it has). Cells from the roster pass through csv_cell."""
+    buf = io.StringIO()
+    writer = csv.writer(buf)
+    writer.writerow(["Student", "SIS User ID", "SIS Login ID", "Section", csv_cell(title)])
+    for name, ident, points in rows:
+        writer.writerow([csv_cell(name), csv_cell(ident), "", "",
+                         "" if points is None else csv_cell(points)])
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(buf.getvalue(), encoding="utf-8")
+    os.replace(tmp, path)
+    return path
+
+
+class Term:
+    """What `autograder grade --roster/--due/--late-policy` adds around class grading."""
+
+    def __init__(self, assignment, students: list[Student], *, roster: str | None,
+                 due: str | None, late_policy: str | None, out: Path | None):
+        from .roster import join, load_roster
+
+        if late_policy and not due:
+            raise ValueError("--late-policy needs --due")
+        self.assignment = assignment
+        self.policy = LatePolicy.parse(late_policy) if late_policy else None
+        self.due = git_history.parse_due(due) if due else None
+        self.members: dict[int, object] = {}
+        self.unmatched: list[Student] = []
+        self.missing: list = []
+        self.roster = roster is not None
+        if roster is not None:
+            joined = join(load_roster(Path(roster)), students)
+            students = [s for _, s in joined.rows]
+            self.members = {id(s): m for m, s in joined.rows if m is not None}
+            self.unmatched, self.missing = joined.unmatched, joined.missing
+            for s in self.unmatched:
+                s.notes.append("note: this submission matched no one in the roster")
+        self.students = students
+        self._tmp = None
+        self.due_info: dict[int, DueInfo] = {}
+        if self.due is not None:
+            if out is not None:
+                stage = out / ".due"
+            else:
+                import tempfile
+
+                self._tmp = tempfile.TemporaryDirectory(prefix="autograder-due-")
+                stage = Path(self._tmp.name)
+            self.due_info = apply_due(students, self.due, assignment.student_file, stage,
+                                      self.policy)
+
+    def close(self) -> None:
+        if self._tmp is not None:
+            self._tmp.cleanup()
+
+    def summary(self) -> list[str]:
+        lines = []
+        if self.missing:
+            lines.append(f"{len(self.missing)} student(s) of the roster have no submission: "
+                         + ", ".join(display(m.identifier) for m in self.missing[:20])
+                         + (" ..." if len(self.missing) > 20 else ""))
+        if self.unmatched:
+            lines.append(f"{len(self.unmatched)} submission(s) matched no one in the roster: "
+                         + ", ".join(display(str(s.folder.name if s.folder else s.name))
+                                     for s in self.unmatched[:20])
+                         + (" ..." if len(self.unmatched) > 20 else ""))
+        return [visible_line(line) for line in lines]
+
+    def extra(self, graded) -> list[dict]:
+        """Per graded row: the columns this term adds (see write_reports)."""
+        rows = []
+        for g in graded:
+            s, r = g.student, g.result
+            more: dict = {}
+            member = self.members.get(id(s))
+            if self.roster:
+                more["identifier"] = member.identifier if member is not None else ""
+                if member is not None and s.file is None and s.problem \
+                        and s.problem.startswith("missing:"):
+                    more["status"] = "missing"
+            if self.due is not None:
+                info = self.due_info.get(id(s))
+                if info is not None and s.file is not None and info.commit:
+                    # The row names the repository and the commit, not the staged copy.
+                    r.path = f"{display(str(s.folder))}@{info.commit[:10]}"
+                more.update({"commit": info.commit if info else "",
+                             "committed": info.committed if info else "",
+                             "later_commits": info.later_commits if info else "",
+                             "late_by_hours": info.late_by_hours if info else "",
+                             "days_late": info.days_late if info else 0,
+                             "adjusted_total": adjusted(r.score, info, self.policy)})
+                if info is not None and info.no_submission:
+                    more["status"] = "missing"
+            rows.append(more)
+        return rows
+
+    def write_lms(self, out: Path, graded, extra: list[dict]) -> Path | None:
+        if not self.roster:
+            return None
+        rows = []
+        for g, more in zip(graded, extra):
+            member = self.members.get(id(g.student))
+            if member is None:
+                continue   # no identifier: the LMS could not place it (listed in the summary)
+            points = more.get("adjusted_total", g.result.score)
+            rows.append((member.name or member.github_username, member.identifier, points))
+        return write_lms_csv(out / "gradebook.csv", self.assignment.title, rows)
+
+
+def visible_line(text: str) -> str:
+    from ..safetext import visible
+
+    return visible(text)

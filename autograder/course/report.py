@@ -1,0 +1,229 @@
+"""Files a class grading run writes: grades.csv, grades.json, feedback/*.md and report.html."""
+from __future__ import annotations
+
+import base64
+import collections
+import csv
+import io
+import json
+import os
+import re
+import statistics
+import time
+from pathlib import Path
+
+from ..assignment import Assignment
+from ..render import render_question
+from ..project import ENGINE_DIR
+from ..results import SubmissionResult, mistake_counts, results_json
+from ..safetext import csv_cell, markdown_inline
+from ..status import PROBLEM_STATUSES, CaseStatus, QuestionStatus
+
+
+def safe_name(name: str) -> str:
+    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "student"
+    return cleaned[:80]
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def feedback_markdown(result: SubmissionResult, title: str) -> str:
+    """A student's feedback file. Text from the student (their name, messages quoting their
+    code or exceptions, file names in notes) is escaped: it shows as written and cannot add
+    headings, totals, links or HTML. The content comes from the one case renderer."""
+    md = markdown_inline
+    lines = [f"# {title}: feedback for {md(result.student or result.path)}", "",
+             f"**Total: {result.score:g} / {result.max_score:g}**", ""]
+    if result.error:
+        lines += [f"> {md(result.error)}", ""]
+    for note in result.notes:
+        lines += [f"_{md(note)}_", ""]
+    for q in result.questions.values():
+        view = render_question(q)
+        lines.append(f"## {q.id}: {view.score:g} / {view.max_score:g} ({view.status})")
+        lines.append("")
+        if view.not_attempted:
+            if view.is_stub:
+                lines += ["Not implemented yet: the function still raises NotImplementedError.",
+                          ""]
+            else:
+                lines += [f"- {md(m)}" for m in view.todo] + [""]
+            continue
+        for c in view.cases:
+            if c.passed:
+                lines.append(f"- ✅ {c.tag} *{md(c.name)}*")
+                continue
+            lines.append(f"- ❌ {c.tag} *{md(c.name)}*: {md(c.first_line)}")
+            lines += [f"  - {md(more)}" for more in c.more_lines]
+            if c.hint:
+                lines.append(f"  - 💡 {md(c.hint)}")
+            if c.repeats:
+                lines.append(f"  - {c.repeats_line}")
+        for n in view.notes:
+            lines.append(f"- {md(n)}")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _plot_png(values: list[float], maximum: float, title: str, xlabel: str) -> str:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(4.2, 2.6), dpi=100)
+    if maximum <= 12 and all(float(v).is_integer() for v in values):
+        bins = [x - 0.5 for x in range(int(maximum) + 2)]
+    else:
+        bins = min(20, max(5, int(maximum)))
+    ax.hist(values, bins=bins, range=None, color="#4a7bd0", edgecolor="white")
+    ax.set_xlim(-0.5, maximum + 0.5)
+    ax.set_title(title, fontsize=10)
+    ax.set_xlabel(xlabel, fontsize=9)
+    ax.set_ylabel("students", fontsize=9)
+    ax.yaxis.get_major_locator().set_params(integer=True)
+    # Fixed margins: tight_layout measures every text and costs more than drawing the plot.
+    fig.subplots_adjust(left=0.16, right=0.97, top=0.88, bottom=0.2)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    plt.close(fig)
+    return base64.b64encode(buf.getvalue()).decode()
+
+
+def _named_mistakes(assignment: Assignment, results: list[SubmissionResult]) -> dict:
+    """{question: [(name, hint, count)]}: the named mistakes per question, by their names
+    (none when no catalogue named any)."""
+    try:
+        counts = mistake_counts(results)
+        described = {}
+        if counts:
+            from ..diagnose import describe_mistakes   # loads torch: only when there are any
+
+            described = describe_mistakes(assignment)
+    except Exception:  # noqa: BLE001 - a report must not fail over an optional section
+        return {}
+    return {q: [(described.get(m, {}).get("name") or m, described.get(m, {}).get("hint", ""), n)
+                for m, n in per.items()] for q, per in counts.items()}
+
+
+def _problem(qid: str, q) -> str:
+    """A question's problem for the report; tampering and the grader's own failures say what
+    happened (their message), since the instructor has to act on them."""
+    text = f"{qid}: {q.status}"
+    if q.status in (QuestionStatus.INTEGRITY, QuestionStatus.INTERNAL_ERROR):
+        case = next((c for c in q.cases if c.status in (CaseStatus.INTEGRITY,
+                                                         CaseStatus.INTERNAL_ERROR)), None)
+        if case is not None and case.message:
+            text += f" ({case.message})"
+    return text
+
+
+def html_report(assignment: Assignment, results: list[SubmissionResult],
+                feedback_files: list[str], flags: list[dict]) -> str:
+    import jinja2
+
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(ENGINE_DIR / "course" / "templates"),
+        autoescape=True)
+    totals = [r.score for r in results]
+    max_total = max((r.max_score for r in results), default=0.0)
+    mistakes = _named_mistakes(assignment, results)
+    questions = []
+    for q in assignment.questions:
+        per = [r.questions[q.id] for r in results if q.id in r.questions]
+        if not per:
+            continue
+        qmax = per[0].max_score
+        kinds = collections.Counter()
+        for qr in per:
+            kinds.update({c.kind or c.status for c in qr.cases
+                          if c.status != CaseStatus.PASSED})
+        statuses = collections.Counter(qr.status for qr in per)
+        questions.append({
+            "id": q.id, "max": f"{qmax:g}", "mean": statistics.mean(qr.score for qr in per),
+            "full": sum(qr.status == QuestionStatus.PASSED for qr in per),
+            "statuses": sorted(statuses.items(), key=lambda kv: -kv[1]),
+            "kinds": kinds.most_common(4),
+            "mistakes": sorted(mistakes.get(q.id, []), key=lambda m: -m[2])[:5],
+            "plot": _plot_png([qr.score for qr in per], qmax, q.id, "score"),
+        })
+    problems = []
+    for r in results:
+        bad = [_problem(qid, q) for qid, q in r.questions.items()
+               if q.status in PROBLEM_STATUSES]
+        flagged = [n for n in r.notes if n.startswith("integrity:")]
+        if r.error or bad or flagged:
+            what = flagged + [w for w in (r.error or "; ".join(bad),) if w]
+            problems.append({"student": r.student or r.path, "path": r.path,
+                             "what": "; ".join(what)})
+    students = []
+    for r, fb in zip(results, feedback_files):
+        students.append({
+            "name": r.student or r.path, "total": f"{r.score:g}", "max": f"{r.max_score:g}",
+            "feedback": fb,
+            "cells": [{"score": f"{r.questions[q['id']].score:g}",
+                       "status": r.questions[q["id"]].status}
+                      if q["id"] in r.questions else {"score": "-", "status": ""}
+                      for q in questions]})
+    return env.get_template("report.html.j2").render(
+        title=assignment.title, assignment=assignment.name, n=len(results),
+        generated=time.strftime("%Y-%m-%d %H:%M"),
+        sandbox=next((r.sandbox for r in results if r.sandbox), None),
+        mean=statistics.mean(totals) if totals else 0.0,
+        median=statistics.median(totals) if totals else 0.0, max_total=max_total,
+        full=sum(r.score == r.max_score and r.max_score > 0 for r in results),
+        total_plot=_plot_png(totals, max_total, "total scores", "total"),
+        questions=questions, problems=problems, students=students, flags=flags)
+
+
+def write_reports(out: Path, assignment: Assignment, results: list[SubmissionResult],
+                  flags: list[dict] | None = None,
+                  extra: list[dict] | None = None) -> dict[str, Path]:
+    """`extra`, one dict per result: columns added at the end of grades.csv and fields of the
+    result's JSON row (roster identifier, due date); its "status" replaces the row's status."""
+    out.mkdir(parents=True, exist_ok=True)
+    fb_dir = out / "feedback"
+    fb_dir.mkdir(exist_ok=True)
+    qids = [q.id for q in assignment.questions]
+    feedback_files, used = [], set()
+    for r in results:
+        name = safe_name(r.student or Path(r.path).stem)
+        base, i = name, 2
+        while name in used:
+            name, i = f"{base}-{i}", i + 1
+        used.add(name)
+        rel = f"feedback/{name}.md"
+        _write_atomic(out / rel, feedback_markdown(r, assignment.title))
+        feedback_files.append(rel)
+
+    buf = io.StringIO()
+    writer = csv.writer(buf)
+    extra_columns = [k for k in (extra[0] if extra else {}) if k != "status"]
+    writer.writerow(["student", "file", *qids, "total", "max_score", "status", "error",
+                     *extra_columns])
+    for i, r in enumerate(results):
+        more = extra[i] if extra else {}
+        statuses = {q.status for q in r.questions.values()}
+        overall = QuestionStatus.INTEGRITY if r.integrity else QuestionStatus.ERROR if r.error \
+            else next((s for s in PROBLEM_STATUSES if s in statuses), "graded")
+        overall = more.get("status") or overall
+        # Text cells are neutralised (no cell can start a formula); scores stay numbers.
+        writer.writerow([csv_cell(r.student or ""), csv_cell(r.path),
+                         *[f"{r.questions[q].score:g}" if q in r.questions else "" for q in qids],
+                         f"{r.score:g}", f"{r.max_score:g}", csv_cell(str(overall)),
+                         csv_cell(r.error or ""), *[csv_cell(more.get(k)) for k in extra_columns]])
+    _write_atomic(out / "grades.csv", buf.getvalue())
+    data = results_json(assignment.name, results)
+    for row, more in zip(data["submissions"], extra or []):
+        row.update(more)
+    if flags:
+        data["flags"] = flags
+    _write_atomic(out / "grades.json", json.dumps(data, indent=2))
+    _write_atomic(out / "report.html", html_report(assignment, results, feedback_files,
+                                                   flags or []))
+    return {"csv": out / "grades.csv", "json": out / "grades.json",
+            "html": out / "report.html", "feedback": fb_dir}

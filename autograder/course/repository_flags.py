@@ -1,0 +1,63 @@
+"""Whether a cloned student repository still carries what was shipped to it: the workflow,
+the engine and the assignment's data unchanged, and nothing added in the folders shipped whole.
+"""
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from ..intake.student_files import UnreadableSubmission, is_link, read_student_file
+from ..platforms.actions import WORKFLOW_DIR
+
+
+MAX_FLAGS = 12   # per repository: enough to see what was done, not a list of thousands
+
+
+def repository_flags(folder: Path, originals: dict[str, bytes]) -> list[str]:
+    """What a student changed among the files shipped to them (`originals`, by path in the
+    repository): a file that differs, is missing or is not a regular file, and any file added
+    in a folder the bundle ships whole (the workflows, the engine, the assignment's data).
+    Nothing is read through a link, and no file is read beyond its original's size."""
+    flags = []
+    for rel, content in sorted(originals.items()):
+        try:
+            mode = os.lstat(folder / rel).st_mode
+        except OSError:
+            flags.append(f"{rel} is missing")
+            continue
+        if not stat.S_ISREG(mode):
+            flags.append(f"{rel} is not a regular file (a link?)")
+            continue
+        try:
+            same = read_student_file(folder / rel, len(content)) == content
+        except UnreadableSubmission:   # larger than the original, or replaced meanwhile
+            same = False
+        if not same:
+            flags.append(f"{rel} differs from the original")
+    for rel in sorted(added_files(folder, originals)):
+        flags.append(f"{rel} was added")
+    if len(flags) > MAX_FLAGS:
+        flags = flags[:MAX_FLAGS - 1] + [f"... and {len(flags) - MAX_FLAGS + 1} more"]
+    return flags
+
+
+def added_files(folder: Path, originals: dict[str, bytes]) -> list[str]:
+    """Entries (files, links, anything but folders) under the shipped folders that the
+    bundle did not ship; caches (__pycache__, .pyc) aside. Links to folders are not entered."""
+    watched = {WORKFLOW_DIR} | {rel.split("/", 1)[0] for rel in originals
+                                if "/" in rel and not rel.startswith(".github/")}
+    added = []
+    for top in sorted(watched):
+        start = folder / top
+        if is_link(start):
+            added.append(top)
+            continue
+        for dirpath, dirnames, filenames in os.walk(start):
+            dirnames[:] = [d for d in dirnames if d != "__pycache__"]
+            links = [d for d in dirnames if is_link(Path(dirpath) / d)]
+            for name in filenames + links:
+                rel = (Path(dirpath) / name).relative_to(folder).as_posix()
+                if rel not in originals and not name.endswith((".pyc", ".pyo")):
+                    added.append(rel)
+    return added

@@ -1,0 +1,153 @@
+"""Classroom 50: grade the student's checkout and write `result.json` and `release-body.md`.
+
+Classroom 50's runner executes the teacher's `autograder.py` (made by `autograder build`, see
+`build/classroom50.py`) in a checkout of the student's repository; that script makes sure the
+dependencies are there and runs `python -m autograder.platforms.classroom50` from the bundle folder
+(`CLASSROOM50_BUNDLE_DIR`). Here the student's file is graded with the sandboxed grader (so a
+student's prints never mix with what this writes) and the result becomes:
+
+* `result.json`, schema `classroom50/result/v1`: one `tests` row per question, its partial
+  credit in whole points (the schema wants integers), plus the plain-text feedback as `output`.
+  The runner stamps `owner`, `assignment_type`, `datetime` and `graded_at` itself; they are
+  filled here from its environment too, so the file is valid on its own.
+* `release-body.md`: per question the failing cases, what is wrong and the named mistake
+  (students read it on the submission's Release), every student-made text escaped.
+
+Exit 0 whenever the submission was graded, whatever the student did (a missing or broken file
+is a row of failures); non-zero only when the grader itself could not grade.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import math
+import os
+import sys
+from pathlib import Path
+
+from ..assignment import Assignment, load_assignment
+from .checkout import grade_or_why_not
+from ..results import SubmissionResult
+from ..status import QuestionStatus
+
+SCHEMA = "classroom50/result/v1"
+RESULT_FILE = "result.json"
+RELEASE_BODY_FILE = "release-body.md"
+_STAMP = "%Y-%m-%dT%H:%M:%SZ"
+
+
+def whole_points(score: float, max_score: float) -> tuple[int, int]:
+    """(score, max) as whole points: the maximum rounded, the score rounded down (a student
+    never gains from rounding) and never above the maximum."""
+    top = max(0, round(max_score))
+    return min(top, max(0, math.floor(score + 1e-9))), top
+
+
+def commit_datetime(checkout: Path) -> str:
+    """The checked-out commit's committer date in UTC (what the runner stamps too), else now.
+    Read with the due-date reader's git, which runs nothing the repository configures."""
+    from ..course.git_history import HistoryError, head_commit_time
+
+    try:
+        seconds = head_commit_time(checkout)
+    except HistoryError:
+        return dt.datetime.now(dt.timezone.utc).strftime(_STAMP)
+    return dt.datetime.fromtimestamp(seconds, dt.timezone.utc).strftime(_STAMP)
+
+
+def _env(name: str, fallback: str) -> str:
+    value = os.environ.get(name, "").strip()
+    return value or fallback
+
+
+def identity(checkout: Path) -> dict:
+    """The result's identity fields, from the runner's environment (fallbacks for a local
+    dry run keep every field non-empty, as the schema wants)."""
+    commit = _env("COMMIT_URL", "local")
+    submission = _env("SUBMISSION_TAG", "submit/local")
+    if not submission.startswith("submit/"):
+        submission = "submit/" + submission
+    return {
+        "schema": SCHEMA,
+        "classroom": _env("CLASSROOM", "local"),
+        "assignment": _env("ASSIGNMENT", "local"),
+        "assignment_type": _env("ASSIGNMENT_TYPE", "individual"),
+        "owner": _env("OWNER", _env("USERNAME", _env("GITHUB_ACTOR", "local"))),
+        "submission": submission,
+        "commit": commit,
+        "release": _env("RELEASE_URL", commit),
+        "review": _env("REVIEW_URL", commit),
+        "datetime": commit_datetime(checkout),
+        "graded_at": dt.datetime.now(dt.timezone.utc).strftime(_STAMP),
+    }
+
+
+def result_document(result: SubmissionResult, ident: dict) -> dict:
+    """`result.json` for one graded submission: one row per question, whole points."""
+    from .gradescope import question_output
+    from ..results import results_json
+
+    as_json = results_json("", [result])["submissions"][0]["questions"]
+    tests = []
+    for qid, q in result.questions.items():
+        score, top = whole_points(q.score, q.max_score)
+        tests.append({"test-name": qid, "passed": q.status == QuestionStatus.PASSED,
+                      "score": score, "max-score": top, "status": str(q.status),
+                      "output": question_output(as_json[qid], qid=qid)})
+    doc = dict(ident)
+    doc["score"] = sum(t["score"] for t in tests)
+    doc["max-score"] = sum(t["max-score"] for t in tests)
+    doc["tests"] = tests
+    return doc
+
+
+def release_body(result: SubmissionResult, doc: dict, title: str) -> str:
+    """The Release's Markdown: the points, then the per-question feedback (escaped)."""
+    from ..course.report import feedback_markdown
+
+    head = [f"### {title}: {doc['score']} / {doc['max-score']} points", "",
+            "| Question | Points | Status |", "|---|---|---|"]
+    for t in doc["tests"]:
+        head.append(f"| {t['test-name']} | {t['score']} / {t['max-score']} | {t['status']} |")
+    body = feedback_markdown(result, title)
+    # The feedback file's own title line names the file; the table above already says it.
+    body = body.split("\n", 1)[1] if body.startswith("# ") else body
+    return "\n".join(head) + "\n" + body.rstrip("\n") + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m autograder.platforms.classroom50",
+                                description="Grade a student's checkout for Classroom 50.")
+    p.add_argument("-a", "--assignment", required=True, help="the assignment folder")
+    p.add_argument("--checkout", default=".", help="the student's repository (default: here)")
+    p.add_argument("--sandbox", default="auto", choices=["auto", "namespaces", "user", "rlimits"])
+    args = p.parse_args(argv)
+    from ..sandbox import protect_this_process
+
+    protect_this_process()   # before anything of the assignment is read
+    checkout = Path(args.checkout).resolve()
+    assignment = load_assignment(Path(args.assignment).resolve())
+    result, why_not = grade_or_why_not(assignment, checkout, sandbox=args.sandbox)
+    if result is None:
+        print(f"autograder: {why_not}; nothing written", file=sys.stderr)
+        return 3
+    doc = result_document(result, identity(checkout))
+    (checkout / RESULT_FILE).write_text(json.dumps(doc, indent=2) + "\n")
+    (checkout / RELEASE_BODY_FILE).write_text(release_body(result, doc, assignment.title))
+    cases = "every case" if _has_hidden(assignment) else "public cases only"
+    print(f"{assignment.title}: {doc['score']}/{doc['max-score']} points ({cases})")
+    for t in doc["tests"]:
+        print(f"  {t['test-name']:<14} {t['score']}/{t['max-score']}  {t['status']}")
+    return 0
+
+
+def _has_hidden(assignment: Assignment) -> bool:
+    from ..build.common import case_visibility
+
+    return any(any(case_visibility(q.test_file.read_text()).values())
+               for q in assignment.questions)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,85 @@
+"""report.html cannot be forged: names from Gradescope metadata and messages quoting a
+student's code are escaped by the template (jinja2 autoescape), so the page carries no markup
+of the student's; honest students in the same batch keep full marks."""
+import json
+import shutil
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+import yaml
+
+from helpers import SUBMISSIONS, run_cli
+
+HONEST = SUBMISSIONS / "correct" / "reference_style.py"
+NAMES = {"submission_1": "<script>alert(1)</script>",
+         "submission_2": '"><img src=x onerror=alert(2)>',
+         "submission_3": "{{ 7*7 }} & Ada",
+         "submission_4": "Honest Student"}
+
+
+class _Tags(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.tags: list[tuple[str, dict]] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory) -> tuple[str, dict]:
+    export = tmp_path_factory.mktemp("html") / "export"
+    for sub in NAMES:
+        (export / sub).mkdir(parents=True)
+        shutil.copy(HONEST, export / sub / "attention.py")
+    # The first submission quotes markup back through the error its import raises.
+    (export / "submission_1" / "attention.py").write_text(
+        "def f():\n    pass\n\nraise ValueError('<script>alert(3)</script>')\n")
+    (export / "submission_metadata.yml").write_text(yaml.safe_dump(
+        {sub: {":submitters": [{":name": name}]} for sub, name in NAMES.items()}))
+    out = export.parent / "out"
+    r = run_cli("grade", "-a", "attention", str(export), "--out", str(out), "--jobs", "2",
+                timeout=900)
+    assert r.returncode == 0, r.stderr[-3000:]
+    rows = {s["student"]: s for s in json.loads((out / "grades.json").read_text())["submissions"]}
+    return (out / "report.html").read_text(), rows
+
+
+def test_no_markup_from_students(report):
+    html, rows = report
+    parser = _Tags()
+    parser.feed(html)
+    tags = {tag for tag, _ in parser.tags}
+    assert "script" not in tags
+    assert all(attrs.get("src", "").startswith("data:image/png;base64,")
+               for tag, attrs in parser.tags if tag == "img")
+    assert not any("onerror" in attrs for _, attrs in parser.tags)
+
+
+def test_names_and_messages_are_shown_escaped(report):
+    html, rows = report
+    assert "<td>&lt;script&gt;alert(1)&lt;/script&gt;</td>" in html
+    assert "<td>&#34;&gt;&lt;img src=x onerror=alert(2)&gt;</td>" in html
+    assert "<td>{{ 7*7 }} &amp; Ada</td>" in html            # not evaluated by the template
+    problems = html.split("errored, timed out")[1].split("</table>")[0]
+    error = rows["<script>alert(1)</script>"]["error"]
+    assert "<script>" in error                                # the JSON keeps the text
+    assert error.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;") \
+        .replace('"', "&#34;").replace("'", "&#39;") in problems
+    assert rows["Honest Student"]["score"] == 35
+    assert rows['"><img src=x onerror=alert(2)>']["score"] == 35
+
+
+def test_report_template_autoescapes():
+    import jinja2
+
+    from autograder.course import report
+
+    source = Path(report.__file__).read_text()
+    assert "autoescape=True" in source
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(
+        Path(report.__file__).parent / "templates"), autoescape=True)
+    template = (Path(report.__file__).parent / "templates" / "report.html.j2").read_text()
+    assert "|safe" not in template.replace(" ", "") and "autoescape false" not in template
+    assert env.get_template("report.html.j2")

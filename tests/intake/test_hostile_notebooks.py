@@ -1,0 +1,139 @@
+"""Notebooks are the student's data: whatever a notebook file holds, reading it ends in a
+Submission or in that submission's message, in bounded time, never in another exception."""
+import json
+import time
+
+import pytest
+
+from autograder.intake.submissions import UnreadableSubmission, read_notebook, read_submission
+
+
+def notebook(cells, **extra) -> str:
+    return json.dumps({"cells": cells, "metadata": {"kernelspec": {"name": "python3",
+                                                                   "language": "python"}},
+                       "nbformat": 4, "nbformat_minor": 5, **extra})
+
+
+def code(source) -> dict:
+    return {"cell_type": "code", "source": source, "metadata": {}, "outputs": [],
+            "execution_count": None}
+
+
+def message_of(text: str) -> str:
+    with pytest.raises(UnreadableSubmission) as e:
+        read_notebook(text)
+    return str(e.value)
+
+
+@pytest.mark.parametrize("text, words", [
+    ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+    ('{"cells": [' * 50_000 + "]" * 50_000 + "}" * 50_000, "nested too deeply"),
+    ('{"cells": [], "n": ' + "9" * 100_000 + "}", "too many digits"),
+    ('{"cells": [1, 2', "not valid JSON"),
+    ("[1, 2, 3]", "not a Jupyter notebook"),
+    ('{"cells": "not a list"}', "not a Jupyter notebook"),
+])
+def test_malformed_notebooks_become_a_message(text, words):
+    assert words in message_of(text)
+
+
+@pytest.mark.parametrize("cells", [
+    [code(["x = 1\n", 5, None, {"a": 1}])],             # non-strings in a source list
+    [code({"not": "a source"})],
+    [{"cell_type": ["code"], "source": "x = 1"}],         # an unhashable cell type
+    ["a cell that is a string", 7, None],
+    [{"cell_type": "code"}],                             # no source at all
+])
+def test_fields_of_the_wrong_type_are_skipped_or_reported(cells):
+    try:
+        sub = read_notebook(notebook(cells))
+    except UnreadableSubmission as e:
+        assert str(e)
+    else:
+        assert isinstance(sub.source, str)
+
+
+@pytest.mark.parametrize("metadata", [
+    {"kernelspec": ["python"]},
+    {"kernelspec": {"name": {"deep": [1, 2]}, "language": 3}},
+    {"kernelspec": {"name": "x" * 10**6}},
+    "not a dict",
+])
+def test_odd_metadata_never_escapes_as_an_exception(metadata):
+    text = json.dumps({"cells": [code("x = 1")], "metadata": metadata, "nbformat": 4})
+    try:
+        read_notebook(text)
+    except UnreadableSubmission as e:
+        assert len(str(e)) < 500
+
+
+def test_unexpected_errors_become_the_submissions_message(monkeypatch):
+    import autograder.intake.submissions as submissions
+
+    def broken(*a, **k):
+        raise KeyError("anything")
+    monkeypatch.setattr(submissions, "_check_kernel", broken)
+    assert "could not be read (KeyError)" in message_of(notebook([code("x = 1")]))
+
+
+def hostile_sources() -> list[str]:
+    """About 2 MB of code meant to make line-anchored regular expressions quadratic: runs of
+    newlines and spaces, near-misses of `grader = otter.Notebook(` and `grader.check(`."""
+    n = 45_000
+    return [
+        "x\n" * 100_000 + "a.b(c)\n" * 30_000,
+        "\n" * n + " " * n + "x" + "\n" * n,
+        " " * n + "\n" * n + "grader" + " " * n + "=" + " " * n + "Notebook",
+        ("grader" + " " * 20 + ".") * 5_000 + "\t\n" * n,
+        "\n".join(f"g{i} = otter.Notebook(" for i in range(5_000)) + "\n" + " \n" * n,
+        ("a" * 200 + " " * 200 + "= %") * 700,
+        " " * 200_000 + "grader.check(" + "\n" * 20_000,
+        ("grader . check" + " " * 500) * 500,
+    ]
+
+
+def test_a_2mb_notebook_of_hostile_text_is_read_in_well_under_a_second(tmp_path):
+    sources = hostile_sources()
+    total = sum(len(s) for s in sources)
+    assert 1.5 * 2**20 < total < 2 * 2**20   # just under the limit on a notebook's code
+    path = tmp_path / "hostile.ipynb"
+    path.write_text(notebook([code(s) for s in sources]))
+    assert path.stat().st_size > 2 * 2**20
+    start = time.process_time()   # CPU time: other processes on the machine do not count
+    sub = read_submission(path)
+    elapsed = time.process_time() - start
+    assert elapsed < 0.5, f"reading took {elapsed:.2f}s"
+    assert len(sub.cells) == len(sources)
+
+
+def test_many_notebook_variables_do_not_slow_reading():
+    lines = "\n".join(f"v{i} = Notebook(" for i in range(20_000))
+    calls = "\n".join(f"v{i}.check('q')" for i in range(20_000))
+    start = time.process_time()
+    sub = read_notebook(notebook([code(lines), code(calls)]))
+    assert time.process_time() - start < 1
+    assert sub.cells[1].source.splitlines()[0].startswith("pass")   # v0 is known
+
+
+@pytest.mark.parametrize("body", ["{},", "[],", '"ab",', "1,"])
+def test_a_notebook_of_millions_of_tiny_values_is_refused_before_parsing(tmp_path, body):
+    n = (32 * 2**20 - 100) // len(body)
+    path = tmp_path / "many.ipynb"
+    path.write_text('{"cells": [], "metadata": {"x": [' + body * n + "0]}}")
+    start = time.process_time()
+    with pytest.raises(UnreadableSubmission, match="too many values"):
+        read_submission(path)
+    assert time.process_time() - start < 1
+
+
+def test_a_notebook_with_a_large_image_output_is_still_read(tmp_path):
+    import base64
+    import os as _os
+
+    image = base64.b64encode(_os.urandom(11 * 2**20)).decode()
+    cell = {**code("x = 1"), "outputs": [{"output_type": "display_data", "metadata": {},
+                                          "data": {"image/png": image}}]}
+    path = tmp_path / "image.ipynb"
+    path.write_text(notebook([cell] * 2))
+    assert path.stat().st_size > 28 * 2**20
+    assert [c.source for c in read_submission(path).cells] == ["x = 1", "x = 1"]

@@ -1,0 +1,239 @@
+"""Classroom 50: the folder `autograder build` writes, run as its runner runs it (`python
+autograder.py` in a student's checkout, with the runner's environment and the bundle folder),
+and the `result.json` it writes checked against the `classroom50/result/v1` schema."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from helpers import QUESTIONS, SUBMISSIONS, run_cli
+
+NAME = "attention"
+
+# classroom50/result/v1 as the schema in foundation50/classroom50 states it (required fields,
+# types, whole numbers, `submit/` tags, UTC stamps, no other top-level field); the cross-field
+# rules it leaves to code (score <= max-score, sums) are checked in `check_result`.
+STAMP = r"^\d{4}-\d{2}-\d{2}T([01]\d|2[0-3]):[0-5]\d:[0-5]\dZ$"
+RESULT_V1 = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["schema", "classroom", "assignment", "assignment_type", "owner", "submission",
+                 "commit", "release", "review", "datetime", "score", "max-score", "tests"],
+    "properties": {
+        "schema": {"const": "classroom50/result/v1"},
+        "classroom": {"type": "string", "minLength": 1},
+        "assignment": {"type": "string", "minLength": 1},
+        "assignment_type": {"enum": ["individual", "group"]},
+        "owner": {"type": "string", "minLength": 1},
+        "submission": {"type": "string", "pattern": "^submit/"},
+        "commit": {"type": "string", "minLength": 1},
+        "release": {"type": "string", "minLength": 1},
+        "review": {"type": "string", "minLength": 1},
+        "datetime": {"type": "string", "pattern": STAMP},
+        "graded_at": {"type": "string", "pattern": STAMP},
+        "score": {"type": "integer", "minimum": 0},
+        "max-score": {"type": "integer", "minimum": 0},
+        "tests": {"type": "array", "items": {
+            "type": "object",
+            "additionalProperties": True,
+            "required": ["test-name", "passed", "score", "max-score"],
+            "properties": {"test-name": {"type": "string", "minLength": 1},
+                           "passed": {"type": "boolean"},
+                           "score": {"type": "integer", "minimum": 0},
+                           "max-score": {"type": "integer", "minimum": 0}}}},
+        "submitted_by": {"type": "object", "required": ["username"]},
+    },
+}
+
+ENV = {"CLASSROOM": "tfm-2026", "ASSIGNMENT": "attention", "SUBMISSION_TAG":
+       "submit/20261130T010203Z-abc1234", "COMMIT_URL": "https://github.com/o/r/commit/abc",
+       "RELEASE_URL": "https://github.com/o/r/releases/tag/submit%2F1",
+       "REVIEW_URL": "https://github.com/o/r/compare/a...b", "USERNAME": "student1",
+       "OWNER": "student1", "ASSIGNMENT_TYPE": "individual"}
+
+
+def check_result(doc: dict) -> None:
+    jsonschema.validate(doc, RESULT_V1)
+    assert [t["test-name"] for t in doc["tests"]] == QUESTIONS
+    for t in doc["tests"]:
+        assert t["score"] <= t["max-score"]
+        assert t["passed"] == (t["score"] == t["max-score"] and t["status"] == "passed")
+    assert doc["score"] == sum(t["score"] for t in doc["tests"]) <= doc["max-score"]
+    assert doc["max-score"] == sum(t["max-score"] for t in doc["tests"]) > 0
+    assert doc["owner"] == "student1" and doc["submission"] == ENV["SUBMISSION_TAG"]
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory):
+    out = tmp_path_factory.mktemp("out")
+    r = run_cli("build", "-a", NAME, "--out", str(out), "--no-otter")
+    assert r.returncode == 0, r.stdout + r.stderr
+    return out / f"{NAME}-classroom50"
+
+
+def checkout(tmp_path: Path, submission: Path | None) -> Path:
+    """A student's repository: a git checkout holding their file."""
+    repo = tmp_path / "repo"
+    repo.mkdir(parents=True)
+    if submission is not None:
+        shutil.copy(submission, repo / "attention.py")
+    git = ["git", "-c", "user.name=s", "-c", "user.email=s@example.org", "-C", str(repo)]
+    subprocess.run(git + ["init", "-q"], check=True)
+    subprocess.run(git + ["commit", "-q", "--allow-empty", "-m", "work"], check=True,
+                   env={**os.environ, "GIT_COMMITTER_DATE": "2026-11-29T23:59:58+01:00"})
+    subprocess.run(git + ["add", "-A"], check=True)
+    return repo
+
+
+def run_autograder(bundle: Path, repo: Path, **extra: str) -> subprocess.CompletedProcess:
+    """As the runner does: `sys.executable autograder.py` in the checkout, bundle elsewhere.
+    The runner's own folder is not on the path: this interpreter's packages are (no install)."""
+    runtime = repo.parent / "runtime" / "attention"
+    if not runtime.exists():
+        shutil.copytree(bundle, runtime)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.update(ENV, CLASSROOM50_BUNDLE_DIR=str(runtime), CLASSROOM50_NO_INSTALL="1", **extra)
+    return subprocess.run([sys.executable, str(runtime / "autograder.py")], cwd=repo, env=env,
+                          capture_output=True, text=True, timeout=600)
+
+
+def graded(bundle: Path, tmp_path: Path, submission: Path | None) -> tuple[dict, str, str]:
+    repo = checkout(tmp_path, submission)
+    r = run_autograder(bundle, repo)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "nothing to install" in r.stdout
+    doc = json.loads((repo / "result.json").read_text())
+    check_result(doc)
+    return doc, (repo / "release-body.md").read_text(), r.stdout
+
+
+def test_correct_submission_gets_every_point(bundle, tmp_path):
+    doc, body, _ = graded(bundle, tmp_path, SUBMISSIONS / "correct" / "einsum_style.py")
+    assert doc["score"] == doc["max-score"] and all(t["passed"] for t in doc["tests"])
+    # The graded commit's committer date, in UTC.
+    assert doc["datetime"] == "2026-11-29T22:59:58Z"
+    assert f"{doc['score']} / {doc['max-score']} points" in body
+
+
+def test_wrong_submission_gets_partial_credit_and_feedback(bundle, tmp_path):
+    doc, body, _ = graded(bundle, tmp_path, SUBMISSIONS / "wrong" / "mask_ignored.py")
+    rows = {t["test-name"]: t for t in doc["tests"]}
+    assert 0 < doc["score"] < doc["max-score"]
+    assert 0 < rows["mask"]["score"] < rows["mask"]["max-score"]
+    assert "blocked positions" in rows["mask"]["output"] and "blocked positions" in body
+    # Same points as the sandboxed grader on the same public cases.
+    out = tmp_path / "g.json"
+    run_cli("grade", "-a", NAME, str(SUBMISSIONS / "wrong" / "mask_ignored.py"),
+            "--public-only", "--json", str(out))
+    ref = json.loads(out.read_text())["submissions"][0]
+    assert doc["score"] == ref["score"] and doc["max-score"] == ref["max_score"]
+
+
+@pytest.mark.parametrize("name", ["syntax_error.py", None])
+def test_broken_or_missing_file_is_a_row_of_failures_not_an_error(bundle, tmp_path, name):
+    doc, body, _ = graded(bundle, tmp_path, SUBMISSIONS / "broken" / name if name else None)
+    assert doc["score"] == 0 and not any(t["passed"] for t in doc["tests"])
+    assert ("SyntaxError" in body or "syntax" in body.lower()) if name else "not found" in body
+
+
+def test_printing_submission_cannot_forge_the_result(bundle, tmp_path):
+    doc, body, stdout = graded(bundle, tmp_path,
+                               SUBMISSIONS / "hostile" / "fake_score_output.py")
+    assert doc["score"] == 0
+    text = json.dumps(doc) + body + stdout
+    assert "100/100" not in text and '"score": 100' not in text
+
+
+def test_missing_requirement_is_said_and_not_silently_installed(bundle, tmp_path):
+    repo = checkout(tmp_path, SUBMISSIONS / "correct" / "einsum_style.py")
+    runtime = tmp_path / "runtime" / "attention"
+    shutil.copytree(bundle, runtime)
+    reqs = runtime / "requirements.txt"
+    reqs.write_text(reqs.read_text() + "numpy>=999\n")
+    r = run_autograder(bundle, repo)
+    assert r.returncode == 2
+    assert "installing is switched off: numpy>=999" in r.stdout
+    assert "torch" not in r.stdout.split("switched off:")[1]   # torch is there: not listed
+    assert not (repo / "result.json").exists()
+
+
+def test_public_folder_has_no_hidden_case_unless_asked(bundle, tmp_path):
+    from autograder.build import case_visibility
+
+    def hidden_cases(folder: Path) -> int:
+        return sum(sum(case_visibility(f.read_text()).values())
+                   for f in (folder / "assignments" / NAME / "tests").glob("*.py"))
+
+    assert hidden_cases(bundle) == 0
+    assert not (bundle / "assignments" / NAME / "reference").exists()
+    assert "Public cases only" in (bundle / "README.md").read_text()
+    r = run_cli("build", "-a", NAME, "--out", str(tmp_path), "--no-otter",
+                "--classroom50-hidden")
+    assert r.returncode == 0, r.stderr
+    assert "anyone can download" in r.stderr
+    full = tmp_path / f"{NAME}-classroom50"
+    assert hidden_cases(full) > 0 and (full / "assignments" / NAME / "reference").is_dir()
+    assert "Warning: hidden cases" in (full / "README.md").read_text()
+    # With the reference there, the mistake catalogue names the mistake on the Release.
+    repo = checkout(tmp_path, SUBMISSIONS / "wrong" / "mask_ignored.py")
+    r = run_autograder(full, repo)
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = json.loads((repo / "result.json").read_text())
+    check_result(doc)
+    public, _, _ = graded(bundle, tmp_path / "public", SUBMISSIONS / "wrong" / "mask_ignored.py")
+    assert doc["max-score"] > public["max-score"]
+    assert "likely mistake: the mask is never applied" in (repo / "release-body.md").read_text()
+
+
+def test_result_uses_whole_points():
+    from autograder.platforms.classroom50 import whole_points
+
+    assert whole_points(2.5, 3) == (2, 3)
+    assert whole_points(3, 3) == (3, 3)
+    assert whole_points(2.99, 3) == (2, 3)
+    assert whole_points(0.1 * 3 + 2.7, 3) == (3, 3)   # float noise in a sum of case points
+    assert whole_points(4, 3) == (3, 3)
+
+
+def test_modules_committed_in_the_checkout_are_never_imported(bundle, tmp_path):
+    """The runner's working directory is the student's checkout: modules there named like the
+    ones autograder.py and the grader import must not run (they would forge result.json)."""
+    repo = checkout(tmp_path, SUBMISSIONS / "wrong" / "mask_ignored.py")
+    forge = ("import json as _j, pathlib as _p\n"
+             "_p.Path(r'{marker}').write_text('imported')\n")
+    marker = tmp_path / "forged"
+    for name in ("json", "re", "venv", "subprocess", "sitecustomize", "importlib"):
+        (repo / f"{name}.py").write_text(forge.format(marker=marker))
+    fake = repo / "autograder"
+    fake.mkdir()
+    (fake / "__init__.py").write_text(forge.format(marker=marker))
+    (fake / "platforms").mkdir()
+    (fake / "platforms" / "__init__.py").write_text(forge.format(marker=marker))
+    (fake / "platforms" / "classroom50.py").write_text(forge.format(marker=marker))
+    r = run_autograder(bundle, repo)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert not marker.exists()
+    doc = json.loads((repo / "result.json").read_text())
+    check_result(doc)
+    assert 0 < doc["score"] < doc["max-score"]
+
+
+def test_the_notebook_is_graded_when_the_py_is_still_the_template(assignment, tmp_path):
+    from autograder.platforms.checkout import choose_submission
+
+    py, nb = tmp_path / "attention.py", tmp_path / "attention.ipynb"
+    assert choose_submission(assignment, tmp_path) == py          # neither: the .py is missing
+    nb.write_text("{}")
+    assert choose_submission(assignment, tmp_path) == nb          # only the notebook
+    shutil.copy(assignment.template, py)
+    assert choose_submission(assignment, tmp_path) == nb          # the .py is untouched
+    py.write_text(py.read_text() + "\n# started\n")
+    assert choose_submission(assignment, tmp_path) == py          # the .py was worked on
+    py.unlink()
+    py.symlink_to(assignment.template)
+    assert choose_submission(assignment, tmp_path) == py          # a link is graded (refused)
