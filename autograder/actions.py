@@ -14,6 +14,11 @@ to the workflow's files, never through stdout.
 * prints the feedback to the log between `::stop-commands::` markers, so no text in it can be
   taken for a workflow command.
 
+The generated workflow runs this isolated (`python -I`, the grader's own copy of the engine
+and assignment first on the path): nothing committed in the student's checkout is imported, and
+their file is read as data and graded in the sandbox. The two files above are the runner's,
+appended to without following a link in their place; nothing is written into the checkout.
+
 Exit 0 when every public case passes, 1 when points are missing (the check shows red), 2 when
 the grader itself failed.
 """
@@ -28,6 +33,7 @@ from pathlib import Path
 from .assignment import load_assignment
 from .checkout import grade_or_why_not
 from .classroom import encode_result, runner_json, step_id
+from .platforms.outputs import append_line_file
 from .results import SubmissionResult
 from .safetext import markdown_inline
 from .status import QuestionStatus
@@ -48,8 +54,7 @@ def write_outputs(path: Path, values: dict[str, str]) -> None:
         if not name.replace("-", "").isalnum() or "\n" in value or "\r" in value:
             raise ValueError(f"output {name!r} would not be one line")
         lines.append(f"{name}={value}\n")
-    with open(path, "a", encoding="utf-8") as f:
-        f.write("".join(lines))
+    append_line_file(path, "".join(lines))
 
 
 def summary_markdown(result: SubmissionResult, title: str) -> str:
@@ -107,8 +112,8 @@ def main(argv: list[str] | None = None) -> int:
         write_outputs(Path(os.environ["GITHUB_OUTPUT"]),
                       outputs(result, Path(result.path or assignment.student_file).name))
     if os.environ.get("GITHUB_STEP_SUMMARY"):
-        with open(os.environ["GITHUB_STEP_SUMMARY"], "a", encoding="utf-8") as f:
-            f.write(summary_markdown(result, assignment.title))
+        append_line_file(Path(os.environ["GITHUB_STEP_SUMMARY"]),
+                         summary_markdown(result, assignment.title))
     log_feedback(result, assignment.title)
     full = all(q.status == QuestionStatus.PASSED for q in result.questions.values())
     return 0 if full else 1

@@ -19,6 +19,7 @@ from pathlib import Path
 import yaml
 
 from .assignment import Assignment
+from .course.import_shadows import shadowing_entries
 from .project import TORCH_CPU_INDEX, torch_requirement
 from .results import QuestionResult
 from .status import CaseStatus, QuestionStatus
@@ -52,6 +53,11 @@ def encode_result(data: dict) -> str:
     return base64.b64encode(json.dumps(data).encode()).decode()
 
 
+# `python -I -c ISOLATED_MAIN GRADER_DIR ARGS...`: GRADER_DIR first on the path, then
+# `autograder.actions` with ARGS (-I leaves the working directory and PYTHON* variables out).
+ISOLATED_MAIN = ("import sys; sys.path.insert(0, sys.argv.pop(1)); "
+                 "from autograder.actions import main; sys.exit(main())")
+
 VENV_PATH = "~/.grader-venv"          # for actions/cache, which expands `~`
 VENV = '"$HOME/.grader-venv"'         # for the shell
 
@@ -63,9 +69,21 @@ def workflow(assignment: Assignment, *, assignment_dir: str, install: list[str])
     whole (restored in seconds on a warm push); pip's cache serves a cold one. `install` are
     pip commands (`pip install ...`), run in that environment when it is not restored."""
     python = f"{VENV[:-1]}/bin/python\""
+    # Every Python here runs isolated (-I): the working directory is the student's checkout,
+    # and without -I a `venv.py`, `pip/` or `secrets.py` committed there would be imported in
+    # place of the real module (and could, say, plant a start-up hook in the cached venv).
     install_run = "\n".join(
-        [f"if [ ! -x {python} ]; then", f"  python -m venv {VENV}"]
-        + [f"  {python} -m {line}" for line in install] + ["fi"])
+        [f"if [ ! -x {python} ]; then", f"  python -I -m venv {VENV}"]
+        + [f"  {python} -I -m {line}" for line in install] + ["fi"])
+    top = assignment_dir.strip("/").split("/", 1)[0]
+    # The grader's own folder holds only the engine and the assignment's data, copied out of
+    # the checkout, and is the one folder put before the interpreter's own on the path; the
+    # student's file is read from the checkout as data (graded in the sandbox), never imported.
+    grade_run = "\n".join([
+        'GRADER="$RUNNER_TEMP/grader"',
+        'rm -rf "$GRADER" && mkdir -p "$GRADER"',
+        f'cp -R autograder "{top}" "$GRADER/"',
+        f"{python} -I -c '{ISOLATED_MAIN}' \"$GRADER\" -a \"$GRADER/{assignment_dir}\" ."])
     steps: list[dict] = [
         {"name": "Check out", "uses": "actions/checkout@v4"},
         {"name": "Set up Python", "id": "python", "uses": "actions/setup-python@v5",
@@ -76,8 +94,7 @@ def workflow(assignment: Assignment, *, assignment_dir: str, install: list[str])
                   "key": "grader-${{ runner.os }}-py${{ steps.python.outputs.python-version }}"
                          "-${{ hashFiles('requirements.txt') }}"}},
         {"name": "Install the grader", "run": install_run},
-        {"name": "Grade", "id": "grade",
-         "run": f'{python} -m autograder.actions -a "{assignment_dir}" .'},
+        {"name": "Grade", "id": "grade", "run": grade_run},
     ]
     return {
         "name": "Autograding",
@@ -117,8 +134,9 @@ MAX_FLAGS = 12   # per repository: enough to see what was done, not a list of th
 
 def repository_flags(folder: Path, originals: dict[str, bytes]) -> list[str]:
     """What a student changed among the files shipped to them (`originals`, by path in the
-    repository): a file that differs, is missing or is not a regular file, and any file added
-    in a folder the bundle ships whole (the workflows, the engine, the assignment's data).
+    repository): a file that differs, is missing or is not a regular file, any file added
+    in a folder the bundle ships whole (the workflows, the engine, the assignment's data), and
+    any module or package added at the top that could shadow an import (`import_shadows`).
     Nothing is read through a link, and no file is read beyond its original's size."""
     flags = []
     for rel, content in sorted(originals.items()):
@@ -138,6 +156,10 @@ def repository_flags(folder: Path, originals: dict[str, bytes]) -> list[str]:
             flags.append(f"{rel} differs from the original")
     for rel in sorted(added_files(folder, originals)):
         flags.append(f"{rel} was added")
+    shipped_tops = {rel.split("/", 1)[0] for rel in originals}
+    for entry, module in shadowing_entries(folder, shipped_tops):
+        flags.append(f"{entry} was added at the top and could shadow the module `{module}` "
+                     "(Python run in the repository would import it instead)")
     if len(flags) > MAX_FLAGS:
         flags = flags[:MAX_FLAGS - 1] + [f"... and {len(flags) - MAX_FLAGS + 1} more"]
     return flags
