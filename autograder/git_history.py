@@ -300,7 +300,7 @@ def read_at(folder: Path, commit: str, student_file: str, limit_py: int,
         if len(fields) != 4:
             continue
         mode, kind, sha, size = fields
-        if not _SHA.fullmatch(sha):
+        if not _SHA.fullmatch(sha) or kind not in ("blob", "tree", "commit"):
             raise HistoryError("git gave an unexpected file listing; the history was not read")
         path = PurePosixPath(raw_path.decode("utf-8", "replace"))
         if not path.name.endswith(SUFFIXES) or path.name.startswith("."):
