@@ -13,7 +13,7 @@ import sys
 import pytest
 import yaml
 
-from helpers import QUESTIONS, SUBMISSIONS, run_cli
+from helpers import QUESTIONS, SUBMISSIONS, run_cli, run_workflow_step
 from autograder.classroom import WORKFLOW_PATH, step_id, workflow_yaml
 
 TEMPLATE = SUBMISSIONS.parent.parent / "student_template" / "attention.py"
@@ -55,19 +55,10 @@ def run_grade_step(repo, tmp_path, submission):
     shutil.copy(submission, repo / "attention.py")
     wf = yaml.safe_load((repo / WORKFLOW_PATH).read_text())
     step = next(s for s in wf["jobs"]["grade"]["steps"] if s.get("id") == "grade")
-    home = tmp_path / "home"
-    venv_bin = home / ".grader-venv" / "bin"
-    venv_bin.mkdir(parents=True, exist_ok=True)
-    (venv_bin / "python").write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
-    (venv_bin / "python").chmod(0o755)
-    (tmp_path / "runner_temp").mkdir(exist_ok=True)
     out, summary = tmp_path / "github_output", tmp_path / "step_summary"
     out.write_text("earlier=1\n")
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    env.update(HOME=str(home), RUNNER_TEMP=str(tmp_path / "runner_temp"),
-               GITHUB_OUTPUT=str(out), GITHUB_STEP_SUMMARY=str(summary))
-    r = subprocess.run(["bash", "-e", "-c", step["run"]], cwd=repo, env=env,
-                       capture_output=True, text=True, timeout=600)
+    r = run_workflow_step(step["run"], repo, tmp_path,
+                          {"GITHUB_OUTPUT": str(out), "GITHUB_STEP_SUMMARY": str(summary)})
     return r, parse_outputs(out.read_text()), summary.read_text() if summary.exists() else ""
 
 
