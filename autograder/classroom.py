@@ -80,7 +80,7 @@ def workflow(assignment: Assignment, *, assignment_dir: str, install: list[str])
     # the checkout, and is the one folder put before the interpreter's own on the path; the
     # student's file is read from the checkout as data (graded in the sandbox), never imported.
     grade_run = "\n".join([
-        'GRADER="$RUNNER_TEMP/grader"',
+        'GRADER="${RUNNER_TEMP:?}/grader"',
         'rm -rf "$GRADER" && mkdir -p "$GRADER"',
         f'cp -R autograder "{top}" "$GRADER/"',
         f"{python} -I -c '{ISOLATED_MAIN}' \"$GRADER\" -a \"$GRADER/{assignment_dir}\" ."])
