@@ -230,6 +230,17 @@ def test_a_gitdir_file_is_refused(tmp_path):
         git_history.due_version(repo, git_history.parse_due(DUE))
 
 
+def test_a_linked_git_folder_is_refused(tmp_path):
+    other = make_repo(tmp_path, "classmate", [(CORRECT, "2026-12-01T10:00:00Z")])
+    repo = tmp_path / "mine"
+    repo.mkdir()
+    (repo / ".git").symlink_to(other / ".git")
+    assert "is a symbolic link" in git_history.foreign_git(repo)
+    with pytest.raises(git_history.HistoryError, match=r"\.git is a symbolic link"):
+        git_history.due_version(repo, git_history.parse_due(DUE))
+    assert git_history.foreign_git(other) is None and git_history.foreign_git(tmp_path) is None
+
+
 def test_a_fifo_under_git_is_refused(tmp_path):
     repo = make_repo(tmp_path, "mine", [(CORRECT, "2026-12-01T10:00:00Z")])
     os.mkfifo(repo / ".git" / "FETCH_HEAD")
