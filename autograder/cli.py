@@ -100,6 +100,10 @@ def cmd_grade(args) -> int:
     from .sandbox import protect_this_process
 
     protect_this_process()
+    if args.share_torch:
+        from .sandbox import shared_start
+
+        shared_start.prepare()   # before numpy loads: no thread pool to keep the fork away
     assignment = load_assignment(args.assignment)
     limits = assignment.limits.override(parse_cli_limits(args.limit))
     students = discover(args.paths, assignment.student_file)

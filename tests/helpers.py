@@ -121,3 +121,20 @@ def flag_only_assignment(folder: Path, name: str = "attention") -> Path:
     if not dest.exists():
         copy_assignment(dest, name, '\n[integrity]\non_tamper = "flag"\n')
     return dest
+
+
+def run_workflow_step(script: str, repo: Path, tmp_path: Path, env: dict | None = None,
+                      timeout: int = 600) -> subprocess.CompletedProcess:
+    """A `run:` script of the generated workflow, run by bash in the checkout as the runner
+    runs it: the cached venv's python (a stand-in for this interpreter under $HOME), and
+    RUNNER_TEMP; PYTHONPATH unset, as on a runner."""
+    home = tmp_path / "home"
+    venv_bin = home / ".grader-venv" / "bin"
+    venv_bin.mkdir(parents=True, exist_ok=True)
+    (venv_bin / "python").write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+    (venv_bin / "python").chmod(0o755)
+    (tmp_path / "runner_temp").mkdir(exist_ok=True)
+    full_env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    full_env.update(HOME=str(home), RUNNER_TEMP=str(tmp_path / "runner_temp"), **(env or {}))
+    return subprocess.run(["bash", "-e", "-c", script], cwd=repo, env=full_env,
+                          capture_output=True, text=True, timeout=timeout)

@@ -4,11 +4,7 @@ reports)."""
 import ast
 import base64
 import json
-import os
-import shlex
 import shutil
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
@@ -19,7 +15,7 @@ from nbclient import NotebookClient
 from otter.test_files.exception_test import ExceptionTestFile
 
 from helpers import (ROOT, SUBMISSIONS, assert_loses_and_keeps, id_list, load_json, read_header,
-                      run_cli, snapshot_differences)
+                      run_cli, run_workflow_step, snapshot_differences)
 
 from autograder.assignment import load_assignment
 from autograder.build import build_student
@@ -396,11 +392,8 @@ def test_actions_grading_step_gives_the_public_grade(np_assignment, tmp_path):
     grade = next(s for s in wf["jobs"]["grade"]["steps"] if s.get("id") == "grade")
     sub = CORPUS / "wrong" / "concepts_wrong_answers.py"
     shutil.copy(sub, repo / "attention_numpy.py")
-    args = shlex.split(grade["run"])
     out = tmp_path / "github_output"
-    r = subprocess.run([sys.executable, *args[1:]], cwd=repo, capture_output=True, text=True,
-                       timeout=600, env={**os.environ, "GITHUB_OUTPUT": str(out),
-                                         "PYTHONPATH": str(repo)})
+    r = run_workflow_step(grade["run"], repo, tmp_path, {"GITHUB_OUTPUT": str(out)})
     assert r.returncode == 1, r.stderr          # points missing
     values = dict(line.split("=", 1) for line in out.read_text().splitlines())
     total = sum(t["score"] for q in QUESTIONS

@@ -188,6 +188,10 @@ class _Grader:
             self._started = True
             self.sandbox = Sandbox(self.sandbox_level, slot=self.slot, wait=False,
                                    share_torch=share)
+            if self.share_torch and not share:
+                self.sandbox.description += (
+                    "; fork server started apart, torch not shared: this grading process had "
+                    "already read the assignment's private files (a restart after a fault)")
 
     def grade(self, file: Path, key: str | None) -> SubmissionResult:
         """One submission's row, whatever happens while grading it (`grade_submission` already

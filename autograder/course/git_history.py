@@ -9,7 +9,11 @@ no fsmonitor, no hooks, no pager, no signature checks (gpg), no textconv or filt
 fetched from, through any remote helper, when an object is missing), no replace refs, and no
 system or global config. A `.git` that is a link or a file (`gitdir:` pointing elsewhere), and
 repositories borrowing objects from elsewhere (`objects/info/alternates`, `commondir`), are not
-read. As on disk (`student_files.read_student_file`), the file graded must be a regular file
+read, and neither is a `.git` holding a symbolic link (or a pipe, socket or device)
+anywhere: every entry is looked at first, nothing followed. Every value git prints is
+validated (commit ids, commit times within the years 1 to 9999, the file listing) before it is
+used, and a value out of range is that student's row, never an error of the class run. As on
+disk (`student_files.read_student_file`), the file graded must be a regular file
 (a blob of mode 100644/100755, not a link, 120000) no larger than the size limit, and no more
 than that is read.
 
@@ -86,6 +90,25 @@ def is_repository(folder: Path) -> bool:
         return False
 
 
+def foreign_git(folder: Path) -> str | None:
+    """Why `folder`'s `.git` may belong to someone else, if it exists and is not a folder of
+    its own: a link, or a file (`gitdir: <path>`, as worktrees and submodules write) that
+    points elsewhere. None when there is no `.git` or it is a real folder."""
+    try:
+        mode = os.lstat(folder / ".git").st_mode
+    except OSError:
+        return None
+    if stat.S_ISDIR(mode):
+        return None
+    if stat.S_ISLNK(mode):
+        return "the repository's .git is a symbolic link; its history was not read " \
+               "(links are not followed)"
+    if stat.S_ISREG(mode):
+        return "the repository's .git is a file pointing elsewhere (gitdir:); its history " \
+               "was not read"
+    return "the repository's .git is not a folder; its history was not read"
+
+
 def _environment() -> dict[str, str]:
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/nonexistent",
            "LC_ALL": "C", "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null",
@@ -138,18 +161,86 @@ def _git(folder: Path, args: list[str], limit: int = MAX_TREE_BYTES) -> bytes:
     return out
 
 
+MAX_GIT_ENTRIES = 1_000_000   # files and folders under one .git (a big real one has ~100k)
+
+
+def _shown(rel: str) -> str:
+    """A path inside the student's .git, printable on one line (its names are theirs)."""
+    text = rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    text = re.sub(r"[\x00-\x1f\x7f-\x9f]", "?", text)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
 def _check_layout(folder: Path) -> None:
+    """Refuse a `.git` that is not entirely this student's: one that is not a folder of its
+    own, one that borrows objects, and one holding a symbolic link (or a pipe, socket or
+    device) anywhere: git follows links under `refs/`, `objects/xx/`, `packed-refs`, `logs/`,
+    `HEAD` and `config` alike, so any of them could read another student's history as this
+    one's. Every entry is looked at with lstat; nothing is followed."""
+    why = foreign_git(folder)
+    if why is not None:
+        raise HistoryError(why)
     gitdir = folder / ".git"
-    for name in ("commondir", "objects/info/alternates"):
+    if not is_repository(folder):
+        raise HistoryError("the folder has no .git folder")
+    for name in ("commondir", "objects/info/alternates", "objects/info/http-alternates"):
         if os.path.lexists(gitdir / name):
             raise HistoryError(f"the repository's .git/{name} borrows objects from elsewhere; "
                                "its history was not read")
-    # A link here would read someone else's objects or refs (another student's, the
-    # instructor's) as this student's history.
-    for name in ("objects", "refs", "HEAD", "packed-refs", "objects/pack", "objects/info"):
-        if os.path.islink(gitdir / name):
-            raise HistoryError(f"the repository's .git/{name} is a symbolic link; its history "
-                               "was not read")
+    seen = 0
+    stack = [gitdir]
+    while stack:
+        top = stack.pop()
+        try:
+            entries = list(os.scandir(top))
+        except OSError as e:
+            raise HistoryError(f"the repository's .git could not be listed "
+                               f"({e.strerror})") from None
+        for entry in entries:
+            seen += 1
+            if seen > MAX_GIT_ENTRIES:
+                raise HistoryError(f"the repository's .git holds more than {MAX_GIT_ENTRIES} "
+                                   "files; its history was not read")
+            rel = os.path.relpath(entry.path, gitdir)
+            if entry.is_symlink():
+                raise HistoryError(f"the repository's .git/{_shown(rel)} is a symbolic link; "
+                                   "its history was not read (links are not followed)")
+            if entry.is_dir(follow_symlinks=False):
+                stack.append(Path(entry.path))
+            elif not entry.is_file(follow_symlinks=False):
+                raise HistoryError(f"the repository's .git/{_shown(rel)} is not a regular file "
+                                   "or folder; its history was not read")
+
+
+# Commit times git may report that a datetime can hold (years 1 to 9999, UTC): anything else
+# is a forged commit, refused rather than allowed to overflow the arithmetic on dates.
+MIN_TIME, MAX_TIME = -62135596800, 253402300799
+_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+
+
+def _commit_time(text: str, sha: str) -> int:
+    if not re.fullmatch(r"-?\d{1,15}", text):
+        raise HistoryError(f"commit {sha[:10]} has no readable commit time")
+    when = int(text)
+    if not MIN_TIME <= when <= MAX_TIME:
+        raise HistoryError(f"commit {sha[:10]} has a commit date out of range (not between "
+                           "the years 1 and 9999): a forged commit")
+    return when
+
+
+def _commit_line(line: str) -> tuple[str, int, str]:
+    """(sha, committer time, committer date in ISO 8601) of one `rev-list` line, validated."""
+    parts = line.split(" ")
+    if len(parts) != 3 or not _SHA.fullmatch(parts[0]):
+        raise HistoryError("git gave an unexpected commit line; the history was not read")
+    sha, when = parts[0], _commit_time(parts[1], parts[0])
+    try:
+        iso = datetime.fromisoformat(parts[2])
+    except ValueError:
+        raise HistoryError(f"commit {sha[:10]} has an unreadable commit date") from None
+    if iso.tzinfo is None or abs(iso.timestamp() - when) > 1:
+        raise HistoryError(f"commit {sha[:10]} has an inconsistent commit date")
+    return sha, when, parts[2]
 
 
 def due_version(folder: Path, due: datetime) -> DueVersion:
@@ -162,10 +253,7 @@ def due_version(folder: Path, due: datetime) -> DueVersion:
     best: tuple[int, str, str] | None = None
     later, latest = 0, None
     for line in out.decode("ascii", "replace").splitlines():
-        parts = line.split()
-        if len(parts) != 3 or not parts[1].lstrip("-").isdigit():
-            continue
-        sha, when, iso = parts[0], int(parts[1]), parts[2]
+        sha, when, iso = _commit_line(line)
         if when <= deadline:
             if best is None or when > best[0]:
                 best = (when, sha, iso)
@@ -183,11 +271,9 @@ def due_version(folder: Path, due: datetime) -> DueVersion:
 
 def head_commit_time(folder: Path) -> int:
     """HEAD's committer time (Unix seconds), read as safely as the due-date history."""
+    _check_layout(folder)
     out = _git(folder, ["log", "-1", "--format=%ct", "HEAD"], limit=64)
-    try:
-        return int(out.strip())
-    except ValueError:
-        raise HistoryError("git gave no commit time") from None
+    return _commit_time(out.decode("ascii", "replace").strip(), "HEAD")
 
 
 def _rank(path: PurePosixPath, student_file: str) -> tuple:
@@ -214,6 +300,8 @@ def read_at(folder: Path, commit: str, student_file: str, limit_py: int,
         if len(fields) != 4:
             continue
         mode, kind, sha, size = fields
+        if not _SHA.fullmatch(sha) or kind not in ("blob", "tree", "commit"):
+            raise HistoryError("git gave an unexpected file listing; the history was not read")
         path = PurePosixPath(raw_path.decode("utf-8", "replace"))
         if not path.name.endswith(SUFFIXES) or path.name.startswith("."):
             continue

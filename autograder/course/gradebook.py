@@ -70,6 +70,13 @@ def apply_due(students: list[Student], due: datetime, student_file: str, stage: 
     for i, s in enumerate(students):
         if s.folder is None:
             continue
+        foreign = git_history.foreign_git(s.folder)
+        if foreign is not None:
+            # Its history may be anyone's: grading the working tree instead would let a late
+            # commit through, so nothing is graded.
+            infos[id(s)] = DueInfo()
+            s.file, s.problem = None, foreign
+            continue
         if not git_history.is_repository(s.folder):
             s.notes.append("note: not a git repository, so the due date could not be applied: "
                            "graded as it is")
@@ -80,6 +87,11 @@ def apply_due(students: list[Student], due: datetime, student_file: str, stage: 
             v = git_history.due_version(s.folder, due)
         except git_history.HistoryError as e:
             s.file, s.problem = None, f"the repository's history could not be read: {e}"
+            continue
+        except (OSError, ValueError, OverflowError) as e:
+            # Whatever else a forged repository provokes ends this student's row, not the run.
+            s.file, s.problem = None, ("the repository's history could not be read "
+                                       f"({type(e).__name__})")
             continue
         info.later_commits = v.later_commits
         if v.latest_late_by is not None:
@@ -142,7 +154,7 @@ class Term:
 
     def __init__(self, assignment, students: list[Student], *, roster: str | None,
                  due: str | None, late_policy: str | None, out: Path | None):
-        from .roster import join, load_roster
+        from .roster import AMBIGUOUS, join, load_roster
 
         if late_policy and not due:
             raise ValueError("--late-policy needs --due")
@@ -152,12 +164,18 @@ class Term:
         self.members: dict[int, object] = {}
         self.unmatched: list[Student] = []
         self.missing: list = []
+        self.contested: list = []
+        self.ambiguous: set[int] = set()   # id() of the roster rows several submissions claim
         self.roster = roster is not None
         if roster is not None:
             joined = join(load_roster(Path(roster)), students)
             students = [s for _, s in joined.rows]
             self.members = {id(s): m for m, s in joined.rows if m is not None}
             self.unmatched, self.missing = joined.unmatched, joined.missing
+            self.contested = joined.contested
+            self.ambiguous = {id(s) for m, s in joined.rows
+                              if m is not None and s.problem
+                              and s.problem.startswith(AMBIGUOUS + ":")}
             for s in self.unmatched:
                 s.notes.append("note: this submission matched no one in the roster")
         self.students = students
@@ -189,6 +207,15 @@ class Term:
                          + ", ".join(display(str(s.folder.name if s.folder else s.name))
                                      for s in self.unmatched[:20])
                          + (" ..." if len(self.unmatched) > 20 else ""))
+        if self.contested:
+            lines.append(f"{len(self.contested)} roster student(s) claimed by more than one "
+                         "submission (rows left without points, each claimant graded on its "
+                         "own row: keep the student's own and grade again): "
+                         + "; ".join(f"{display(m.identifier)} by "
+                                     + ", ".join(display(str(s.folder.name if s.folder
+                                                             else s.name)) for s in claims)
+                                     for m, claims in self.contested[:20])
+                         + (" ..." if len(self.contested) > 20 else ""))
         return [visible_line(line) for line in lines]
 
     def extra(self, graded) -> list[dict]:
@@ -203,6 +230,8 @@ class Term:
                 if member is not None and s.file is None and s.problem \
                         and s.problem.startswith("missing:"):
                     more["status"] = "missing"
+                if id(s) in self.ambiguous:
+                    more["status"] = "ambiguous"
             if self.due is not None:
                 info = self.due_info.get(id(s))
                 if info is not None and s.file is not None and info.commit:
@@ -228,6 +257,8 @@ class Term:
             if member is None:
                 continue   # no identifier: the LMS could not place it (listed in the summary)
             points = more.get("adjusted_total", g.result.score)
+            if id(g.student) in self.ambiguous:
+                points = None   # whose work it is is undecided: the LMS keeps what it has
             rows.append((member.name or member.github_username, member.identifier, points))
         return write_lms_csv(out / "gradebook.csv", self.assignment.title, rows)
 

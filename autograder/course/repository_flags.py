@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ..intake.student_files import UnreadableSubmission, is_link, read_student_file
 from ..platforms.actions import WORKFLOW_DIR
+from .import_shadows import shadowing_entries
 
 
 MAX_FLAGS = 12   # per repository: enough to see what was done, not a list of thousands
@@ -16,8 +17,9 @@ MAX_FLAGS = 12   # per repository: enough to see what was done, not a list of th
 
 def repository_flags(folder: Path, originals: dict[str, bytes]) -> list[str]:
     """What a student changed among the files shipped to them (`originals`, by path in the
-    repository): a file that differs, is missing or is not a regular file, and any file added
-    in a folder the bundle ships whole (the workflows, the engine, the assignment's data).
+    repository): a file that differs, is missing or is not a regular file, any file added
+    in a folder the bundle ships whole (the workflows, the engine, the assignment's data), and
+    any module or package added at the top that could shadow an import (`import_shadows`).
     Nothing is read through a link, and no file is read beyond its original's size."""
     flags = []
     for rel, content in sorted(originals.items()):
@@ -37,6 +39,10 @@ def repository_flags(folder: Path, originals: dict[str, bytes]) -> list[str]:
             flags.append(f"{rel} differs from the original")
     for rel in sorted(added_files(folder, originals)):
         flags.append(f"{rel} was added")
+    shipped_tops = {rel.split("/", 1)[0] for rel in originals}
+    for entry, module in shadowing_entries(folder, shipped_tops):
+        flags.append(f"{entry} was added at the top and could shadow the module `{module}` "
+                     "(Python run in the repository would import it instead)")
     if len(flags) > MAX_FLAGS:
         flags = flags[:MAX_FLAGS - 1] + [f"... and {len(flags) - MAX_FLAGS + 1} more"]
     return flags

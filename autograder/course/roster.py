@@ -8,16 +8,22 @@ Two roster formats are read:
   submitter's `:sid` (else `:email`) is the identifier, and the `submission_<id>` folder is the
   student's.
 
-Classroom clone folders are named `<assignment>-<username>` (or just `<username>`): a folder is
-matched to the roster entry whose GitHub username ends its name, compared without regard to
-case; the longest such username wins, so `hw-ann` is Ann's, not N's. Every cell of the roster is
-kept as text and written to CSV through `safetext.csv_cell` by the caller.
+Classroom clone folders (GitHub Classroom's, Classroom 50's) are named `<prefix>-<username>`,
+the prefix being the assignment's and the same for the whole class, or just `<username>`. A
+folder belongs to a roster student only by that exact name, compared without regard to case:
+the class's prefix is the one most of its folders carry (see `class_prefix`), so an outsider's `attention-a-alice` is not Alice's `attention-alice`, and no
+folder is matched by a suffix of its name. Two submissions that claim one student are both
+reported and neither is chosen: the student's row says so (status "ambiguous", no points sent
+to the LMS) and each claimant is graded on a row of its own, without the identifier. Every cell
+of the roster is kept as text and written to CSV through `safetext.csv_cell` by the caller.
 """
 from __future__ import annotations
 
 import csv
 import io
 import re
+from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -45,6 +51,11 @@ class Joined:
     rows: list[tuple[Member | None, Student]]
     unmatched: list[Student]             # folders/files that matched no one (also in rows)
     missing: list[Member]                # roster members with no submission (also in rows)
+    contested: list[tuple[Member, list[Student]]] = field(default_factory=list)
+    # ^ members claimed by several submissions, with the claimants (all in rows, unmatched)
+
+
+AMBIGUOUS = "ambiguous"
 
 
 def load_roster(path: Path) -> list[Member]:
@@ -116,45 +127,91 @@ def _folder_name(s: Student) -> str:
     return s.name
 
 
-def _match(name: str, by_user: dict[str, Member]) -> Member | None:
+SEPARATOR = "-"   # GitHub Classroom and Classroom 50 name clones `<assignment>-<username>`
+
+
+def class_prefix(names: Iterable[str]) -> str | None:
+    """The prefix the class's folders share (lower case, without its `-`), or None.
+
+    Of the ways to cut a folder name at a `-`, the part before the cut carried by the most
+    folders, provided more than half of them carry it. Every folder carrying `hw-1` also
+    carries `hw`, so on a tie the longest cut is the class's (`hw-1-ann`, `hw-1-bo`: `hw-1`).
+    An outsider cannot move it: GitHub Classroom names an outsider's clone `<prefix>-<their
+    username>`, and a cut inside their username (`attention-a` of `attention-a-alice`) is
+    carried only by folders whose username starts the same way, so it loses to the class's
+    as soon as one other folder does not. A single folder cut in several ways (a class of one)
+    is ambiguous and gives no prefix (only a bare username then matches). A class of bare
+    usernames has none either (no cut is carried by most of its folders)."""
+    names = [n.lower() for n in names]
+    counts: Counter[str] = Counter()
+    for low in names:
+        counts.update({low[:i] for i, ch in enumerate(low) if ch == SEPARATOR and i > 0})
+    if not counts:
+        return None
+    top = max(counts.values())
+    tied = [p for p, n in counts.items() if n == top]
+    if 2 * top <= len(names) or (top < 2 and len(tied) > 1):
+        return None
+    return max(tied, key=lambda p: (len(p), p))
+
+
+def claimed(name: str, by_user: dict[str, Member], prefix: str | None) -> Member | None:
+    """The roster member whose exact folder name `name` is, `<user>` or `<prefix>-<user>`,
+    without regard to case."""
     low = name.lower()
-    best = None
-    for user, m in by_user.items():
-        if low == user or (low.endswith(user) and low[-len(user) - 1] in "-_"):
-            if best is None or len(user) > len(best.github_username):
-                best = m
-    return best
+    if low in by_user:
+        return by_user[low]
+    start = f"{prefix}{SEPARATOR}" if prefix else None
+    if start and low.startswith(start):
+        return by_user.get(low[len(start):])
+    return None
 
 
 def join(members: list[Member], students: list[Student]) -> Joined:
     """Pair each roster member with their submission: a row per member (a "missing" one when
-    there is none) and a row per submission that matched no one."""
+    there is none, an "ambiguous" one when several claim them, each claimant then on a row of
+    its own after it) and a row per submission that matched no one."""
     by_user = {m.github_username.lower(): m for m in members if m.github_username}
     by_folder = {sub: m for m in members for sub in m.submissions}
-    found: dict[int, Student] = {}
+    names = [_folder_name(s) for s in students]
+    prefix = class_prefix(names)
+    claims: dict[int, list[Student]] = {}
     unmatched: list[Student] = []
-    for s in students:
-        folder = _folder_name(s)
-        m = by_folder.get(folder) or _match(folder, by_user)
-        if m is None or id(m) in found:
-            if m is not None:
-                s.notes.append(f"note: another submission of {m.identifier} was also found; "
-                               "this one was not matched to the roster")
+    for s, folder in zip(students, names):
+        m = by_folder.get(folder) or claimed(folder, by_user, prefix)
+        if m is None:
             unmatched.append(s)
             continue
-        found[id(m)] = s
+        claims.setdefault(id(m), []).append(s)
     rows: list[tuple[Member | None, Student]] = []
-    missing = []
+    missing: list[Member] = []
+    contested: list[tuple[Member, list[Student]]] = []
     for m in members:
-        s = found.get(id(m))
-        if s is None:
+        mine = claims.get(id(m), [])
+        if len(mine) == 1:
+            rows.append((m, mine[0]))
+            continue
+        who = f" (GitHub user {m.github_username})" if m.github_username else ""
+        if not mine:
             missing.append(m)
-            who = f" (GitHub user {m.github_username})" if m.github_username else ""
-            s = Student(m.name or m.github_username or m.identifier, None, None,
-                        problem=f"missing: no submission found for {m.identifier}{who}")
-        rows.append((m, s))
+            rows.append((m, Student(m.name or m.github_username or m.identifier, None, None,
+                                    problem=f"missing: no submission found for "
+                                            f"{m.identifier}{who}")))
+            continue
+        contested.append((m, mine))
+        folders = ", ".join(_folder_name(s) for s in mine)
+        rows.append((m, Student(m.name or m.github_username or m.identifier, None, None,
+                                problem=f"{AMBIGUOUS}: {len(mine)} submissions claim "
+                                        f"{m.identifier}{who}: {folders}; none was counted "
+                                        "for this row (each is graded on a row of its own): "
+                                        "keep the student's own and grade again")))
+        for s in mine:
+            others = ", ".join(_folder_name(o) for o in mine if o is not s)
+            s.notes.append(f"note: this submission and {others} all claim roster student "
+                           f"{m.identifier}; it was not counted for the roster row")
+            rows.append((None, s))
     rows += [(None, s) for s in unmatched]
-    return Joined(rows, unmatched, missing)
+    return Joined(rows, unmatched, missing, contested)
 
 
 def safe_identifier(text: str) -> str:

@@ -14,6 +14,11 @@ to the workflow's files, never through stdout.
 * prints the feedback to the log between `::stop-commands::` markers, so no text in it can be
   taken for a workflow command.
 
+The generated workflow runs this isolated (`python -I`, the grader's own copy of the engine
+and assignment first on the path): nothing committed in the student's checkout is imported, and
+their file is read as data and graded in the sandbox. The two files above are the runner's,
+appended to without following a link in their place; nothing is written into the checkout.
+
 Exit 0 when every public case passes, 1 when points are missing (the check shows red), 2 when
 the grader itself failed.
 
@@ -33,6 +38,7 @@ import yaml
 from ..assignment import Assignment, load_assignment
 from .checkout import grade_or_why_not
 from .github_classroom import encode_result, runner_json, step_id
+from .outputs import append_line_file
 from ..project import TORCH_CPU_INDEX, torch_requirement
 from ..results import SubmissionResult
 from ..safetext import markdown_inline
@@ -41,6 +47,12 @@ from ..status import QuestionStatus
 
 WORKFLOW_DIR = ".github/workflows"
 WORKFLOW_PATH = f"{WORKFLOW_DIR}/classroom.yml"
+# `python -I -c ISOLATED_MAIN GRADER_DIR ARGS...`: GRADER_DIR first on the path, then
+# `autograder.platforms.actions` with ARGS (-I leaves the working directory and PYTHON*
+# variables out).
+ISOLATED_MAIN = ("import sys; sys.path.insert(0, sys.argv.pop(1)); "
+                 "from autograder.platforms.actions import main; sys.exit(main())")
+
 VENV_PATH = "~/.grader-venv"          # for actions/cache, which expands `~`
 VENV = '"$HOME/.grader-venv"'         # for the shell
 
@@ -52,9 +64,21 @@ def workflow(assignment: Assignment, *, assignment_dir: str, install: list[str])
     whole (restored in seconds on a warm push); pip's cache serves a cold one. `install` are
     pip commands (`pip install ...`), run in that environment when it is not restored."""
     python = f"{VENV[:-1]}/bin/python\""
+    # Every Python here runs isolated (-I): the working directory is the student's checkout,
+    # and without -I a `venv.py`, `pip/` or `secrets.py` committed there would be imported in
+    # place of the real module (and could, say, plant a start-up hook in the cached venv).
     install_run = "\n".join(
-        [f"if [ ! -x {python} ]; then", f"  python -m venv {VENV}"]
-        + [f"  {python} -m {line}" for line in install] + ["fi"])
+        [f"if [ ! -x {python} ]; then", f"  python -I -m venv {VENV}"]
+        + [f"  {python} -I -m {line}" for line in install] + ["fi"])
+    top = assignment_dir.strip("/").split("/", 1)[0]
+    # The grader's own folder holds only the engine and the assignment's data, copied out of
+    # the checkout, and is the one folder put before the interpreter's own on the path; the
+    # student's file is read from the checkout as data (graded in the sandbox), never imported.
+    grade_run = "\n".join([
+        'GRADER="${RUNNER_TEMP:?}/grader"',
+        'rm -rf "$GRADER" && mkdir -p "$GRADER"',
+        f'cp -R autograder "{top}" "$GRADER/"',
+        f"{python} -I -c '{ISOLATED_MAIN}' \"$GRADER\" -a \"$GRADER/{assignment_dir}\" ."])
     steps: list[dict] = [
         {"name": "Check out", "uses": "actions/checkout@v4"},
         {"name": "Set up Python", "id": "python", "uses": "actions/setup-python@v5",
@@ -65,8 +89,7 @@ def workflow(assignment: Assignment, *, assignment_dir: str, install: list[str])
                   "key": "grader-${{ runner.os }}-py${{ steps.python.outputs.python-version }}"
                          "-${{ hashFiles('requirements.txt') }}"}},
         {"name": "Install the grader", "run": install_run},
-        {"name": "Grade", "id": "grade",
-         "run": f'{python} -m autograder.platforms.actions -a "{assignment_dir}" .'},
+        {"name": "Grade", "id": "grade", "run": grade_run},
     ]
     return {
         "name": "Autograding",
@@ -116,8 +139,7 @@ def write_outputs(path: Path, values: dict[str, str]) -> None:
         if not name.replace("-", "").isalnum() or "\n" in value or "\r" in value:
             raise ValueError(f"output {name!r} would not be one line")
         lines.append(f"{name}={value}\n")
-    with open(path, "a", encoding="utf-8") as f:
-        f.write("".join(lines))
+    append_line_file(path, "".join(lines))
 
 
 def summary_markdown(result: SubmissionResult, title: str) -> str:
@@ -175,8 +197,8 @@ def main(argv: list[str] | None = None) -> int:
         write_outputs(Path(os.environ["GITHUB_OUTPUT"]),
                       outputs(result, Path(result.path or assignment.student_file).name))
     if os.environ.get("GITHUB_STEP_SUMMARY"):
-        with open(os.environ["GITHUB_STEP_SUMMARY"], "a", encoding="utf-8") as f:
-            f.write(summary_markdown(result, assignment.title))
+        append_line_file(Path(os.environ["GITHUB_STEP_SUMMARY"]),
+                         summary_markdown(result, assignment.title))
     log_feedback(result, assignment.title)
     full = all(q.status == QuestionStatus.PASSED for q in result.questions.values())
     return 0 if full else 1

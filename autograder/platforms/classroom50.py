@@ -13,6 +13,9 @@ student's prints never mix with what this writes) and the result becomes:
 * `release-body.md`: per question the failing cases, what is wrong and the named mistake
   (students read it on the submission's Release), every student-made text escaped.
 
+Both are written into the student's checkout by `platforms.outputs.replace_file`: a committed
+link of either name is replaced, never written through.
+
 Exit 0 whenever the submission was graded, whatever the student did (a missing or broken file
 is a row of failures); non-zero only when the grader itself could not grade.
 """
@@ -28,6 +31,7 @@ from pathlib import Path
 
 from ..assignment import Assignment, load_assignment
 from .checkout import grade_or_why_not
+from .outputs import replace_file
 from ..results import SubmissionResult
 from ..status import QuestionStatus
 
@@ -133,8 +137,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"autograder: {why_not}; nothing written", file=sys.stderr)
         return 3
     doc = result_document(result, identity(checkout))
-    (checkout / RESULT_FILE).write_text(json.dumps(doc, indent=2) + "\n")
-    (checkout / RELEASE_BODY_FILE).write_text(release_body(result, doc, assignment.title))
+    # The checkout is the student's: either name may be a committed link (see outputs).
+    replace_file(checkout, RESULT_FILE, (json.dumps(doc, indent=2) + "\n").encode())
+    replace_file(checkout, RELEASE_BODY_FILE,
+                 release_body(result, doc, assignment.title).encode("utf-8"))
     cases = "every case" if _has_hidden(assignment) else "public cases only"
     print(f"{assignment.title}: {doc['score']}/{doc['max-score']} points ({cases})")
     for t in doc["tests"]:

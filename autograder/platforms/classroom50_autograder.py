@@ -168,12 +168,12 @@ def main():
             return 2
     else:
         say("every requirement is already installed; nothing to install")
-    env = dict(os.environ)
-    env["PYTHONPATH"] = BUNDLE + os.pathsep + env.get("PYTHONPATH", "")
-    env.pop("PYTHONSTARTUP", None)
-    command = [python, "-m", "autograder.platforms.classroom50", "-a",
-               os.path.join(BUNDLE, ASSIGNMENT_DIR), "--checkout", os.getcwd()]
-    return subprocess.call(command, cwd=BUNDLE, env=env)
+    # Isolated (-I: no working directory, no PYTHON* variables, no user site): the bundle
+    # folder is put first on the path by hand, the student's checkout is only read as data.
+    command = [python, "-I", "-c", "import sys; sys.path.insert(0, sys.argv.pop(1)); "
+               "from autograder.platforms.classroom50 import main; sys.exit(main())", BUNDLE,
+               "-a", os.path.join(BUNDLE, ASSIGNMENT_DIR), "--checkout", os.getcwd()]
+    return subprocess.call(command, cwd=BUNDLE)
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ import tempfile
 from pathlib import Path
 
 from ..assignment import Assignment, load_assignment
+from .outputs import replace_file
 from ..project import PROJECT_ROOT
 from ..intake.student_files import Pick, pick_file
 from ..render import render_question
@@ -228,9 +229,8 @@ def _grade(root: Path, results_dir: Path, assignment: Assignment, visibility: st
 def _write(results_dir: Path, results: dict) -> dict:
     # Whole or not at all: run_autograder falls back on its own message when the file is absent
     # or unreadable (this process killed while writing, say).
-    tmp = results_dir / "results.json.tmp"
-    tmp.write_text(json.dumps(results, indent=2))
-    os.replace(tmp, results_dir / "results.json")
+    # (a temporary file of a fresh name, renamed over: nothing already there is written through)
+    replace_file(results_dir, "results.json", json.dumps(results, indent=2).encode())
     return results
 
 

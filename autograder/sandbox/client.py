@@ -62,8 +62,12 @@ class Sandbox:
         # The fork server's own errors go to a file: a pipe nobody reads could fill and block.
         self.errors = tempfile.TemporaryFile()
         self.shared = False
-        why_not = shared_start.can_share() if share_torch and self.level != "namespaces" \
-            else "not asked for"
+        if not share_torch:
+            why_not = "not asked for"
+        elif self.level == "namespaces":
+            why_not = "bubblewrap starts the fork server itself"
+        else:
+            why_not = shared_start.can_share()
         if why_not is None:
             shared_start.import_torch()
             pid = os.fork()
@@ -88,6 +92,9 @@ class Sandbox:
             self.description = LEVEL_DESCRIPTIONS[self.level]
         if self.shared:
             self.description += "; fork server forked from the grading process (one torch)"
+        elif share_torch:
+            # Asked for and not done: say so, rather than use twice the memory unannounced.
+            self.description += f"; fork server started apart, torch not shared: {why_not}"
         if wait:
             self.wait_ready()
 

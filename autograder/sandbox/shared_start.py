@@ -23,18 +23,39 @@ from __future__ import annotations
 import gc
 import os
 import signal
+import tempfile
 import threading
 
 from .levels import SCRUBBED_ENV
 
 
+# Thread pools that numerical libraries start as soon as they are loaded (OpenBLAS, under
+# numpy: one thread per core but one, unless these say 1): a fork keeps only the calling
+# thread, so a grading process holding such a pool cannot fork the fork server.
+POOL_AT_LOAD = ("OPENBLAS_NUM_THREADS",)
+
+
+def prepare() -> None:
+    """Called before numpy is loaded, when `--share-torch` is asked: whatever the thread
+    variables say (OMP_NUM_THREADS=4, or nothing), the libraries that would start a pool at
+    load start none in this process. The workers get one thread each anyway (the scrubbed
+    environment), and the grading process only compares small arrays."""
+    import sys
+
+    if "numpy" in sys.modules:
+        return   # too late: can_share will say why, if a pool is running
+    for name in POOL_AT_LOAD:
+        os.environ[name] = "1"
+
+
 def can_share() -> str | None:
     """None if this process may fork the fork server now, else why not."""
     if threading.active_count() != 1:
-        return "the grading process runs other threads"
+        return "the grading process runs other threads (several grading jobs?)"
     try:
         if len(os.listdir("/proc/self/task")) != 1:
-            return "the grading process runs native threads"
+            return "the grading process runs native threads (a numerical library's pool, " \
+                   "started before --share-torch could prevent it)"
     except OSError:
         return "no /proc"
     return None
@@ -119,6 +140,11 @@ def become_forkserver(control_fd: int, errors_fd: int, args: tuple) -> None:
         _overwrite_own(48, 49)     # arg_start, arg_end: the original command line
         os.environ.clear()
         os.environ.update(SCRUBBED_ENV)
+        # tempfile caches the grading process's TMPDIR on first use: a folder that does not
+        # exist in the fork server's own file system (the `user` level builds it; only /tmp
+        # is there). Forgotten, it is found again from the scrubbed environment, as a fork
+        # server started apart finds it.
+        tempfile.tempdir = None
         from .forkserver import main
 
         main(control_fd, *args)

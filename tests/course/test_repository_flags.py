@@ -79,3 +79,34 @@ def test_the_flags_of_one_repository_are_capped(repo, originals):
         (repo / ".github" / "workflows" / f"w{i:02}.yml").write_text("on: push\n")
     flags = repository_flags(repo, originals)
     assert len(flags) == MAX_FLAGS and flags[-1] == f"... and {50 - MAX_FLAGS + 1} more"
+
+
+def test_top_level_modules_that_could_shadow_an_import_are_flagged(repo, originals):
+    """A `secrets.py` at the top shadows the standard module for any Python started in the
+    checkout without -I; a package, a bytecode file and a start-up hook likewise."""
+    (repo / "secrets.py").write_text("x = 1\n")
+    (repo / "numpy").mkdir()
+    (repo / "numpy" / "__init__.py").write_text("")
+    (repo / "sitecustomize.pyc").write_bytes(b"\0")
+    flags = repository_flags(repo, originals)
+    assert flags == [
+        "numpy was added at the top and could shadow the module `numpy` (Python run in the "
+        "repository would import it instead)",
+        "secrets.py was added at the top and could shadow the module `secrets` (Python run in "
+        "the repository would import it instead)",
+        "sitecustomize.pyc was added at the top and could shadow the module `sitecustomize` "
+        "(Python run in the repository would import it instead)"]
+
+
+def test_honest_helper_files_are_not_flagged(repo, originals):
+    """Helpers that shadow nothing, a scratch test.py, a notes folder, data and plots."""
+    (repo / "helpers.py").write_text("def f():\n    return 1\n")
+    (repo / "plot_attention.py").write_text("import matplotlib\n")
+    (repo / "test.py").write_text("import attention\n")
+    (repo / "my_utils").mkdir()
+    (repo / "my_utils" / "__init__.py").write_text("")
+    (repo / "notes").mkdir()
+    (repo / "notes" / "json.md").write_text("notes\n")
+    (repo / "weights.npy").write_bytes(b"\0")
+    (repo / "figure.png").write_bytes(b"\0")
+    assert repository_flags(repo, originals) == []

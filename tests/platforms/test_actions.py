@@ -6,7 +6,6 @@ import base64
 import json
 import os
 import re
-import shlex
 import shutil
 import subprocess
 import sys
@@ -14,10 +13,11 @@ import sys
 import pytest
 import yaml
 
-from helpers import QUESTIONS, SUBMISSIONS, run_cli
+from helpers import QUESTIONS, SUBMISSIONS, run_cli, run_workflow_step
 from autograder.platforms.actions import WORKFLOW_PATH, workflow_yaml
 from autograder.platforms.github_classroom import step_id
 
+TEMPLATE = SUBMISSIONS.parent.parent / "student_template" / "attention.py"
 OUTPUT_LINE = re.compile(r"^([A-Za-z0-9_-]+)=([^\r\n]*)$")
 
 
@@ -51,18 +51,16 @@ def repo(assignment, tmp_path_factory):
 
 
 def run_grade_step(repo, tmp_path, submission):
+    """The workflow's grading step, run by bash in the checkout as the runner runs it: its
+    venv's python (here a stand-in for this interpreter), RUNNER_TEMP, the two output files."""
     shutil.copy(submission, repo / "attention.py")
     wf = yaml.safe_load((repo / WORKFLOW_PATH).read_text())
     step = next(s for s in wf["jobs"]["grade"]["steps"] if s.get("id") == "grade")
-    args = shlex.split(step["run"])
-    assert args[0] == "$HOME/.grader-venv/bin/python" and args[1:3] == ["-m", "autograder.platforms.actions"]
     out, summary = tmp_path / "github_output", tmp_path / "step_summary"
     out.write_text("earlier=1\n")
-    env = {**os.environ, "PYTHONPATH": str(repo), "GITHUB_OUTPUT": str(out),
-           "GITHUB_STEP_SUMMARY": str(summary)}
-    r = subprocess.run([sys.executable, *args[1:]], cwd=repo, env=env, capture_output=True,
-                       text=True, timeout=600)
-    return r, parse_outputs(out.read_text()), summary.read_text()
+    r = run_workflow_step(step["run"], repo, tmp_path,
+                          {"GITHUB_OUTPUT": str(out), "GITHUB_STEP_SUMMARY": str(summary)})
+    return r, parse_outputs(out.read_text()), summary.read_text() if summary.exists() else ""
 
 
 def test_printing_submission_leaves_github_output_well_formed(repo, tmp_path):
@@ -108,3 +106,59 @@ def test_correct_submission_passes(repo, tmp_path):
                                         SUBMISSIONS / "correct" / "einsum_style.py")
     assert r.returncode == 0, r.stdout + r.stderr
     assert values["score"] == values["max-score"]
+
+
+# Modules a student could commit at the top of the repository, named like modules the grading
+# step imports (the standard library's, the engine's dependencies', start-up hooks): each
+# would forge a full score if imported, and leaves a mark.
+FORGER = """
+import os, pathlib
+pathlib.Path({marker!r}).write_text("imported")
+if os.environ.get("GITHUB_OUTPUT"):
+    with open(os.environ["GITHUB_OUTPUT"], "a") as f:
+        f.write("score=13\\n")
+"""
+SHADOWS = ["secrets", "json", "base64", "argparse", "sitecustomize", "yaml", "numpy", "torch"]
+
+
+@pytest.fixture
+def own_repo(repo, tmp_path):
+    """A copy of the student repository this test may change."""
+    return shutil.copytree(repo, tmp_path / "own", symlinks=True)
+
+
+def test_modules_committed_at_the_top_are_never_imported(own_repo, tmp_path):
+    marker = tmp_path / "forged"
+    for name in SHADOWS:
+        (own_repo / f"{name}.py").write_text(FORGER.format(marker=str(marker)))
+    (own_repo / "helpers.py").write_text("def helper():\n    return 1\n")   # honest
+    # The attack is real: the step as it was (`python -m autograder.platforms.actions` in the
+    # checkout) imports the student's secrets.py.
+    env = {**os.environ, "PYTHONPATH": str(own_repo), "GITHUB_OUTPUT": str(tmp_path / "o")}
+    subprocess.run([sys.executable, "-m", "autograder.platforms.actions", "-a",
+                    "assignments/attention", "--help"], cwd=own_repo, env=env,
+                   capture_output=True, timeout=600)
+    assert marker.exists()
+    marker.unlink()
+    r, values, summary = run_grade_step(own_repo, tmp_path, TEMPLATE)
+    assert not marker.exists(), "a module of the checkout was imported"
+    assert r.returncode == 1, r.stdout + r.stderr      # the untouched template: red, 0 points
+    assert values["score"] == "0" and float(values["max-score"]) > 0
+    lines = (tmp_path / "github_output").read_text().splitlines()
+    assert [line for line in lines if line.startswith("score=")] == ["score=0"]
+
+
+def test_outputs_are_appended_and_a_link_in_their_place_refused(tmp_path):
+    from autograder.platforms.actions import write_outputs
+
+    out = tmp_path / "github_output"
+    write_outputs(out, {"score": "3"})
+    write_outputs(out, {"max-score": "6"})
+    assert out.read_text() == "score=3\nmax-score=6\n"
+    victim = tmp_path / "victim"
+    victim.write_text("keep\n")
+    link = tmp_path / "linked_output"
+    link.symlink_to(victim)
+    with pytest.raises(OSError):
+        write_outputs(link, {"score": "13"})
+    assert victim.read_text() == "keep\n"

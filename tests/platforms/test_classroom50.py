@@ -207,7 +207,8 @@ def test_modules_committed_in_the_checkout_are_never_imported(bundle, tmp_path):
     forge = ("import json as _j, pathlib as _p\n"
              "_p.Path(r'{marker}').write_text('imported')\n")
     marker = tmp_path / "forged"
-    for name in ("json", "re", "venv", "subprocess", "sitecustomize", "importlib"):
+    for name in ("json", "re", "venv", "subprocess", "sitecustomize", "importlib", "secrets",
+                 "argparse", "torch", "numpy"):
         (repo / f"{name}.py").write_text(forge.format(marker=marker))
     fake = repo / "autograder"
     fake.mkdir()
@@ -237,3 +238,50 @@ def test_the_notebook_is_graded_when_the_py_is_still_the_template(assignment, tm
     py.unlink()
     py.symlink_to(assignment.template)
     assert choose_submission(assignment, tmp_path) == py          # a link is graded (refused)
+
+
+def test_committed_links_are_replaced_never_written_through(bundle, tmp_path):
+    """result.json and release-body.md committed as links to files outside the checkout (and
+    a link to a folder): the grader replaces the links with its own files and leaves every
+    target as it was."""
+    repo = checkout(tmp_path, SUBMISSIONS / "wrong" / "mask_ignored.py")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    victim = outside / "victim.json"
+    victim.write_text("the runner's own file\n")
+    (repo / "result.json").symlink_to(victim)
+    (repo / "release-body.md").symlink_to(outside)          # a folder: written into, once
+    r = run_autograder(bundle, repo)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert victim.read_text() == "the runner's own file\n"
+    assert sorted(p.name for p in outside.iterdir()) == ["victim.json"]
+    for name in ("result.json", "release-body.md"):
+        assert not (repo / name).is_symlink() and (repo / name).is_file()
+    check_result(json.loads((repo / "result.json").read_text()))
+    assert "mask" in (repo / "release-body.md").read_text()
+    assert not [p for p in repo.iterdir() if p.name.endswith(".tmp")]   # no temporary left
+
+
+@pytest.mark.parametrize("before", ["link", "dangling", "folder", "file", "none"])
+def test_replace_file_never_follows(tmp_path, before):
+    from autograder.platforms.outputs import replace_file
+
+    folder, victim = tmp_path / "checkout", tmp_path / "victim"
+    folder.mkdir()
+    victim.write_text("keep")
+    target = folder / "result.json"
+    if before == "link":
+        target.symlink_to(victim)
+    elif before == "dangling":
+        target.symlink_to(tmp_path / "made-through-the-link")
+    elif before == "folder":
+        target.mkdir()
+        (target / "inner").symlink_to(victim)
+    elif before == "file":
+        target.write_text("old")
+    replace_file(folder, "result.json", b"{}")
+    assert target.read_bytes() == b"{}" and not target.is_symlink()
+    assert victim.read_text() == "keep" and not (tmp_path / "made-through-the-link").exists()
+    assert sorted(p.name for p in folder.iterdir()) == ["result.json"]
+    with pytest.raises(ValueError):
+        replace_file(folder, "../x", b"")

@@ -15,6 +15,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from helpers import ROOT, SUBMISSIONS, flag_only_assignment
 
 MARKER = "MARKER-" + "5e21b7"      # never written whole in this file's source
@@ -127,3 +129,63 @@ def test_gradescope_run_with_a_shared_fork_server(tmp_path):
              for s in json.loads(out.read_text())["submissions"]}
     assert expected["reader"] == apart["reader"] and sum(apart["reader"].values()) == 35
     assert expected["wrong"] == apart["block_pre_norm"]
+
+
+# What the thread variables say, and where TMPDIR is, must not decide whether the fork server
+# is shared: `--share-torch` shares, with the grades of a fork server started apart.
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+                    "GOTO_NUM_THREADS")
+
+
+def _grade_shared(tmp_path: Path, threads: dict, tmpdir: Path | None) -> tuple[str, dict]:
+    env = {k: v for k, v in os.environ.items() if k not in THREAD_VARIABLES + ("TMPDIR",)}
+    env.update(threads, PYTHONPATH=str(ROOT))
+    if tmpdir is not None:
+        tmpdir.mkdir(parents=True, exist_ok=True)
+        env["TMPDIR"] = str(tmpdir)
+    out = tmp_path / "grades.json"
+    r = subprocess.run([sys.executable, "-m", "autograder", "grade", "-a", "attention",
+                        str(SUBMISSIONS / "correct" / "einsum_style.py"),
+                        str(SUBMISSIONS / "wrong" / "softmax_no_max_subtraction.py"),
+                        "--question", "softmax", "--sandbox", "user", "--share-torch",
+                        "--jobs", "1", "--json", str(out)],
+                       env=env, capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert r.returncode == 0, r.stdout + r.stderr
+    scores = {Path(s["path"]).stem: s["score"] for s in json.loads(out.read_text())["submissions"]}
+    return r.stdout, scores
+
+
+@pytest.mark.parametrize("threads", [{}, {"OMP_NUM_THREADS": "4"},
+                                     {"OMP_NUM_THREADS": "2", "OPENBLAS_NUM_THREADS": "2"},
+                                     {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}],
+                         ids=["unset", "omp4", "both2", "both1"])
+def test_share_torch_whatever_the_thread_variables_say(tmp_path, threads):
+    stdout, scores = _grade_shared(tmp_path, threads, None)
+    assert "fork server forked from the grading process (one torch)" in stdout
+    assert scores == {"einsum_style": 6, "softmax_no_max_subtraction": 5}
+
+
+def test_share_torch_with_tmpdir_anywhere(tmp_path):
+    """TMPDIR a folder of the user's own (not the system's temporary folder): the forked fork
+    server makes its workers' folders in its own /tmp, as one started apart does."""
+    stdout, scores = _grade_shared(tmp_path, {}, tmp_path / "my temp" / "dir")
+    assert "fork server forked from the grading process (one torch)" in stdout
+    assert scores == {"einsum_style": 6, "softmax_no_max_subtraction": 5}
+
+
+def test_share_torch_says_why_it_did_not():
+    """A grading process running another thread cannot fork the fork server: the sandbox's
+    description says so instead of silently starting it apart."""
+    probe = (
+        "import threading, time\n"
+        "from autograder.sandbox import Sandbox\n"
+        "threading.Thread(target=time.sleep, args=(30,), daemon=True).start()\n"
+        "s = Sandbox('user', share_torch=True)\n"
+        "s.wait_ready()\n"
+        "print(s.shared, s.description)\n"
+        "s.close()\n")
+    r = subprocess.run([sys.executable, "-c", probe], env=_env(), capture_output=True,
+                       text=True, timeout=300, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("False ")
+    assert "torch not shared: the grading process runs other threads" in r.stdout
