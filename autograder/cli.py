@@ -203,6 +203,28 @@ def _is_repository(folder) -> bool:
 
 
 
+def cmd_similarity(args) -> int:
+    """Which submissions share code: similarity.json and similarity.html in --out."""
+    from .course.similarity import compare_paths, template_files
+    from .course.similarity_report import write_similarity
+    from .safetext import visible
+
+    assignment = load_assignment(args.assignment)
+    comparison = compare_paths(assignment, args.paths, min_score=args.min_score,
+                               max_pairs=args.max_pairs)
+    if not comparison.sources and not comparison.skipped:
+        print("autograder: no submissions found", file=sys.stderr)
+        return 2
+    files = write_similarity(Path(args.out), assignment, comparison, template_files(assignment),
+                             args.top)
+    print(f"{len(comparison.sources)} submissions compared, {len(comparison.skipped)} not "
+          f"(see the report); {len(comparison.pairs)} pairs score {args.min_score:g} or more")
+    for p in comparison.pairs[:5]:
+        print(f"  {p.score:.2f}  {visible(p.a.student)}  {visible(p.b.student)}")
+    print(f"wrote {files['json']} and {files['html']}")
+    return 0
+
+
 def cmd_classroom(args) -> int:
     """One question's public cases as GitHub Classroom runner output (`result=<base64>`)."""
     from .classroom import encode_result, runner_json
@@ -380,6 +402,16 @@ def build_parser() -> argparse.ArgumentParser:
                         "memory (user and rlimits levels; used on Gradescope)")
     g.set_defaults(func=cmd_grade)
 
+    y = sub.add_parser("similarity", help="which submissions share code (renamed, reordered or "
+                                          "reformatted): similarity.json and .html, for the "
+                                          "instructor; never changes a grade")
+    y.add_argument("-a", "--assignment", required=True)
+    y.add_argument("paths", nargs="+", help="submission files (.py, .ipynb) or folders, as for "
+                                            "grade")
+    y.add_argument("--out", required=True, help="write similarity.json and similarity.html here")
+    _similarity_options(y)
+    y.set_defaults(func=cmd_similarity)
+
     r = sub.add_parser("classroom", help="one question's public cases in the runner format of "
                                          "GitHub Classroom's reporter (for tools that read it; "
                                          "the generated workflow runs autograder.actions)")
@@ -433,6 +465,14 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--sandbox", default="auto", choices=["auto", "namespaces", "user", "rlimits"])
     b.set_defaults(func=cmd_sandbox)
     return p
+
+
+def _similarity_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--top", type=int, default=20, help="pairs shown side by side (default 20)")
+    p.add_argument("--min-score", type=float, default=0.2,
+                   help="pairs listed in similarity.json score at least this (default 0.2)")
+    p.add_argument("--max-pairs", type=int, default=1000,
+                   help="at most this many pairs in similarity.json (default 1000)")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,1 @@
+"""Working with a whole class at once: what is compared, ranked and reported across students."""
