@@ -107,6 +107,10 @@ def cmd_grade(args) -> int:
         print("autograder: no submissions found", file=sys.stderr)
         return 2
     out = Path(args.out) if args.out else None
+    if args.similarity and out is None:
+        print("autograder: --similarity adds a section to report.html: give --out too",
+              file=sys.stderr)
+        return 2
     term = None
     if args.roster or args.due or args.late_policy:
         from .gradebook import Term
@@ -139,6 +143,11 @@ def cmd_grade(args) -> int:
         print(f"\nautograder: interrupted{kept}", file=sys.stderr)
         return 130
     extra = term.extra(graded) if term is not None else None
+    similar = None
+    if args.similarity:
+        from .course.similarity_report import class_section
+
+        similar = class_section(out, assignment, graded)   # before a due-date checkout goes
     if term is not None:
         term.close()
     results = [g.result for g in graded]
@@ -157,7 +166,7 @@ def cmd_grade(args) -> int:
             print(submission_text(r))
     if out:
         flags = repository_flags(assignment, graded)
-        files = write_reports(out, assignment, results, flags, extra)
+        files = write_reports(out, assignment, results, flags, extra, similarity=similar)
         print(f"wrote {files['csv']}, {files['json']}, {files['html']} and "
               f"{len(results)} feedback files in {files['feedback']}")
         lms = term.write_lms(out, graded, extra) if term is not None else None
@@ -362,6 +371,10 @@ def cmd_benchmark(args) -> int:
     if not corpus.is_dir():
         print(f"autograder: corpus folder {corpus} not found", file=sys.stderr)
         return 2
+    if args.similarity:
+        from .course.similarity_benchmark import run as run_similarity
+
+        return run_similarity(args.assignment, corpus, args.n)
     return run(args.assignment, corpus, args.n, args.jobs or os.cpu_count() or 1,
                args.otter_sample, gradescope_limit=args.gradescope_limit)
 
@@ -396,6 +409,9 @@ def build_parser() -> argparse.ArgumentParser:
                                  "grade each git repository's last commit at or before it")
     g.add_argument("--late-policy", help="accept late commits at a cost, e.g. 10%%/day,max=50%% "
                                          "(in adjusted_total; needs --due)")
+    g.add_argument("--similarity", action="store_true",
+                   help="also compare the submissions (as `autograder similarity`) and list the "
+                        "most similar pairs in report.html, for the instructor; no score changes")
     g.add_argument("--share-torch", action="store_true",
                    help="fork the sandbox's fork server from the grading process once torch is "
                         "imported, before anything secret is read, so both share torch's "
@@ -430,6 +446,9 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--gradescope-limit", type=int, default=0, metavar="MIB",
                    help="also grade a correct submission holding a 400 MB tensor under this "
                         "container memory limit (Gradescope's default: 768)")
+    m.add_argument("--similarity", action="store_true",
+                   help="measure only `autograder similarity` on a class of --n submissions "
+                        "mixed from the corpus's functions, with planted copies")
     m.set_defaults(func=cmd_benchmark)
 
     s = sub.add_parser("snapshot", help="record public expected values from the reference")

@@ -136,6 +136,8 @@ class _Normaliser:
                 if tok.type == tk.ERRORTOKEN and not tok.string.strip():
                     continue
                 logical.append(tok)
+                if self.count + len(logical) >= MAX_TOKENS:   # one endless statement
+                    return None
         except (tokenize.TokenError, SyntaxError) as e:   # IndentationError is a SyntaxError
             line = e.args[1][0] if isinstance(e, tokenize.TokenError) else (e.lineno or 1)
             return max(kept_upto, start + max(line, 1) - 1)

@@ -87,6 +87,7 @@ class Comparison:
     skipped: list[Skipped]
     pairs: list[Pair]                 # highest score first
     candidates: int                   # pairs sharing at least one fingerprint
+    min_score: float = 0.0            # the floor of `pairs`
 
 
 # ------------------------------------------------------------------ fingerprints
@@ -288,7 +289,7 @@ def compare_students(students: list[Student], template: list[Path], *, min_score
     base = base_hashes(template)
     sources, skipped = read_sources(students, base, shown)
     pairs, candidates = rank(sources, min_score=min_score, max_pairs=max_pairs)
-    return Comparison(sources, skipped, pairs, candidates)
+    return Comparison(sources, skipped, pairs, candidates, min_score)
 
 
 def compare_paths(assignment, paths: list[str], **options) -> Comparison:

@@ -18,6 +18,8 @@ from .similarity import K, WINDOW, Comparison, Pair, Source
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 MAX_SHOWN_LINES = 2000     # per side of a pair in the HTML
 MAX_LINE_CHARS = 300
+DEFAULT_MIN_SCORE = 0.2    # pairs below it are left out of similarity.json
+DEFAULT_MAX_PAIRS = 1000
 STRONG = 0.5               # a line shared through a fingerprint at least this rare is marked
 
 
@@ -27,6 +29,7 @@ def similarity_json(assignment: str, comparison: Comparison,
         "assignment": assignment,
         "submissions": len(comparison.sources),
         "candidates": comparison.candidates,
+        "min_score": comparison.min_score,
         "method": {"k": K, "window": WINDOW, "base": template_names},
         "skipped": [{"student": s.student, "path": s.path, "why": s.why}
                     for s in comparison.skipped],
@@ -101,7 +104,8 @@ def similarity_html(title: str, assignment: str, comparison: Comparison, top: in
         title=title, assignment=assignment, n=len(comparison.sources),
         candidates=comparison.candidates, generated=time.strftime("%Y-%m-%d %H:%M"),
         pairs=[pair_view(p, i) for i, p in enumerate(comparison.pairs[:top], 1)],
-        listed=len(comparison.pairs), skipped=comparison.skipped, k=K, window=WINDOW)
+        listed=len(comparison.pairs), skipped=comparison.skipped, k=K, window=WINDOW,
+        min_score=f"{comparison.min_score:g}")
 
 
 def _write_atomic(path: Path, text: str) -> None:
@@ -119,3 +123,17 @@ def write_similarity(out: Path, assignment, comparison: Comparison, template: li
     _write_atomic(out / "similarity.html",
                   similarity_html(assignment.title, assignment.name, comparison, top))
     return {"json": out / "similarity.json", "html": out / "similarity.html"}
+
+
+def class_section(out: Path, assignment, graded, top: int = 20) -> list[dict]:
+    """For `grade --similarity`: compare the graded class (each file as graded, named as in
+    grades.json), write similarity.json and .html beside the grades, and return the rows of
+    report.html's section. Reads the files again; touches no result."""
+    from .similarity import compare_students, template_files
+
+    template = template_files(assignment)
+    comparison = compare_students([g.student for g in graded], template,
+                                  min_score=DEFAULT_MIN_SCORE, max_pairs=DEFAULT_MAX_PAIRS,
+                                  shown={i: g.result.path for i, g in enumerate(graded)})
+    write_similarity(out, assignment, comparison, template, top)
+    return summary_rows(comparison, top)
