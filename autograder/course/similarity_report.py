@@ -12,10 +12,11 @@ import os
 import time
 from pathlib import Path
 
+from ..project import ENGINE_DIR
 from ..safetext import visible
 from .similarity import K, WINDOW, Comparison, Pair, Source
 
-TEMPLATES = Path(__file__).resolve().parent / "templates"
+TEMPLATES = ENGINE_DIR / "course" / "templates"
 MAX_SHOWN_LINES = 2000     # per side of a pair in the HTML
 MAX_LINE_CHARS = 300
 DEFAULT_MIN_SCORE = 0.2    # pairs below it are left out of similarity.json
