@@ -111,6 +111,10 @@ def cmd_grade(args) -> int:
         print("autograder: no submissions found", file=sys.stderr)
         return 2
     out = Path(args.out) if args.out else None
+    if args.similarity and out is None:
+        print("autograder: --similarity adds a section to report.html: give --out too",
+              file=sys.stderr)
+        return 2
     term = None
     if args.roster or args.due or args.late_policy:
         from .course.gradebook import Term
@@ -143,6 +147,11 @@ def cmd_grade(args) -> int:
         print(f"\nautograder: interrupted{kept}", file=sys.stderr)
         return 130
     extra = term.extra(graded) if term is not None else None
+    similar = None
+    if args.similarity:
+        from .course.similarity_report import class_section
+
+        similar = class_section(out, assignment, graded)   # before a due-date checkout goes
     if term is not None:
         term.close()
     results = [g.result for g in graded]
@@ -161,7 +170,7 @@ def cmd_grade(args) -> int:
             print(submission_text(r))
     if out:
         flags = repository_flags(assignment, graded)
-        files = write_reports(out, assignment, results, flags, extra)
+        files = write_reports(out, assignment, results, flags, extra, similarity=similar)
         print(f"wrote {files['csv']}, {files['json']}, {files['html']} and "
               f"{len(results)} feedback files in {files['feedback']}")
         lms = term.write_lms(out, graded, extra) if term is not None else None
@@ -205,6 +214,28 @@ def _is_repository(folder) -> bool:
 
 
 
+
+
+def cmd_similarity(args) -> int:
+    """Which submissions share code: similarity.json and similarity.html in --out."""
+    from .course.similarity import compare_paths, template_files
+    from .course.similarity_report import write_similarity
+    from .safetext import visible
+
+    assignment = load_assignment(args.assignment)
+    comparison = compare_paths(assignment, args.paths, min_score=args.min_score,
+                               max_pairs=args.max_pairs)
+    if not comparison.sources and not comparison.skipped:
+        print("autograder: no submissions found", file=sys.stderr)
+        return 2
+    files = write_similarity(Path(args.out), assignment, comparison, template_files(assignment),
+                             args.top)
+    print(f"{len(comparison.sources)} submissions compared, {len(comparison.skipped)} not "
+          f"(see the report); {len(comparison.pairs)} pairs score {args.min_score:g} or more")
+    for p in comparison.pairs[:5]:
+        print(f"  {p.score:.2f}  {visible(p.a.student)}  {visible(p.b.student)}")
+    print(f"wrote {files['json']} and {files['html']}")
+    return 0
 
 
 def cmd_classroom(args) -> int:
@@ -344,6 +375,10 @@ def cmd_benchmark(args) -> int:
     if not corpus.is_dir():
         print(f"autograder: corpus folder {corpus} not found", file=sys.stderr)
         return 2
+    if args.similarity:
+        from .course.similarity_benchmark import run as run_similarity
+
+        return run_similarity(args.assignment, corpus, args.n)
     return run(args.assignment, corpus, args.n, args.jobs or os.cpu_count() or 1,
                args.otter_sample, gradescope_limit=args.gradescope_limit)
 
@@ -378,11 +413,24 @@ def build_parser() -> argparse.ArgumentParser:
                                  "grade each git repository's last commit at or before it")
     g.add_argument("--late-policy", help="accept late commits at a cost, e.g. 10%%/day,max=50%% "
                                          "(in adjusted_total; needs --due)")
+    g.add_argument("--similarity", action="store_true",
+                   help="also compare the submissions (as `autograder similarity`) and list the "
+                        "most similar pairs in report.html, for the instructor; no score changes")
     g.add_argument("--share-torch", action="store_true",
                    help="fork the sandbox's fork server from the grading process once torch is "
                         "imported, before anything secret is read, so both share torch's "
                         "memory (user and rlimits levels; used on Gradescope)")
     g.set_defaults(func=cmd_grade)
+
+    y = sub.add_parser("similarity", help="which submissions share code (renamed, reordered or "
+                                          "reformatted): similarity.json and .html, for the "
+                                          "instructor; never changes a grade")
+    y.add_argument("-a", "--assignment", required=True)
+    y.add_argument("paths", nargs="+", help="submission files (.py, .ipynb) or folders, as for "
+                                            "grade")
+    y.add_argument("--out", required=True, help="write similarity.json and similarity.html here")
+    _similarity_options(y)
+    y.set_defaults(func=cmd_similarity)
 
     r = sub.add_parser("classroom", help="one question's public cases in the runner format of "
                                          "GitHub Classroom's reporter (for tools that read it; "
@@ -402,6 +450,9 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--gradescope-limit", type=int, default=0, metavar="MIB",
                    help="also grade a correct submission holding a 400 MB tensor under this "
                         "container memory limit (Gradescope's default: 768)")
+    m.add_argument("--similarity", action="store_true",
+                   help="measure only `autograder similarity` on a class of --n submissions "
+                        "mixed from the corpus's functions, with planted copies")
     m.set_defaults(func=cmd_benchmark)
 
     s = sub.add_parser("snapshot", help="record public expected values from the reference")
@@ -437,6 +488,14 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--sandbox", default="auto", choices=["auto", "namespaces", "user", "rlimits"])
     b.set_defaults(func=cmd_sandbox)
     return p
+
+
+def _similarity_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--top", type=int, default=20, help="pairs shown side by side (default 20)")
+    p.add_argument("--min-score", type=float, default=0.2,
+                   help="pairs listed in similarity.json score at least this (default 0.2)")
+    p.add_argument("--max-pairs", type=int, default=1000,
+                   help="at most this many pairs in similarity.json (default 1000)")
 
 
 def main(argv: list[str] | None = None) -> int:

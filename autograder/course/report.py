@@ -123,7 +123,10 @@ def _problem(qid: str, q) -> str:
 
 
 def html_report(assignment: Assignment, results: list[SubmissionResult],
-                feedback_files: list[str], flags: list[dict]) -> str:
+                feedback_files: list[str], flags: list[dict],
+                similarity: list[dict] | None = None) -> str:
+    """`similarity`: the most similar pairs (`grade --similarity`), shown in their own section;
+    None leaves the section out."""
     import jinja2
 
     env = jinja2.Environment(
@@ -177,14 +180,17 @@ def html_report(assignment: Assignment, results: list[SubmissionResult],
         median=statistics.median(totals) if totals else 0.0, max_total=max_total,
         full=sum(r.score == r.max_score and r.max_score > 0 for r in results),
         total_plot=_plot_png(totals, max_total, "total scores", "total"),
-        questions=questions, problems=problems, students=students, flags=flags)
+        questions=questions, problems=problems, students=students, flags=flags,
+        similarity=similarity)
 
 
 def write_reports(out: Path, assignment: Assignment, results: list[SubmissionResult],
                   flags: list[dict] | None = None,
-                  extra: list[dict] | None = None) -> dict[str, Path]:
+                  extra: list[dict] | None = None,
+                  similarity: list[dict] | None = None) -> dict[str, Path]:
     """`extra`, one dict per result: columns added at the end of grades.csv and fields of the
-    result's JSON row (roster identifier, due date); its "status" replaces the row's status."""
+    result's JSON row (roster identifier, due date); its "status" replaces the row's status.
+    `similarity` only adds a section to report.html: grades.csv and grades.json never see it."""
     out.mkdir(parents=True, exist_ok=True)
     fb_dir = out / "feedback"
     fb_dir.mkdir(exist_ok=True)
@@ -224,6 +230,6 @@ def write_reports(out: Path, assignment: Assignment, results: list[SubmissionRes
         data["flags"] = flags
     _write_atomic(out / "grades.json", json.dumps(data, indent=2))
     _write_atomic(out / "report.html", html_report(assignment, results, feedback_files,
-                                                   flags or []))
+                                                   flags or [], similarity))
     return {"csv": out / "grades.csv", "json": out / "grades.json",
             "html": out / "report.html", "feedback": fb_dir}

@@ -1,0 +1,298 @@
+"""Which submissions of a class share code: winnowed fingerprints, as MOSS computes them.
+
+For each submission (read as `autograder grade` reads it, nothing run, no link followed):
+
+1. its code becomes normalised token units (`code_tokens`: names, comments, docstrings,
+   formatting and the order of functions no longer matter);
+2. every run of K consecutive tokens inside a unit (a k-gram) is hashed, and winnowing keeps
+   the smallest hash of every WINDOW consecutive ones: any stretch of at least
+   K + WINDOW - 1 tokens that two submissions share yields at least one fingerprint both hold;
+3. every k-gram of the student template (the `.py` and its notebook) is the *base*: those
+   fingerprints are dropped from every submission, as MOSS does with its base file.
+
+An inverted index maps each fingerprint to the submissions holding it (the columns of a sparse
+matrix), so only pairs that share a fingerprint are ever looked at, and all of them at once in
+one sparse product: a class of 1,000 takes seconds, not the half million comparisons of all
+pairs. A fingerprint held by `df` of the class's `n` submissions weighs
+
+    w = log((n + 1) / df) / log((n + 1) / 2), clipped to [0, 1],
+
+1 when only the pair holds it, near 0 when nearly everyone does (the three-line softmax the
+whole class writes). A pair's score is
+
+    score = 2 * (sum of w over the fingerprints both hold) / (|fingerprints of a| + |of b|),
+
+in [0, 1]: 1 for two submissions whose every fingerprint is theirs alone; code that many
+students share, or only one of the two has, pulls it towards 0. It is a ranking of what to
+read first, not a verdict (docs/similarity.md).
+
+A library was considered: copydetect does winnowing over pygments tokens, but compares every
+pair of files and has neither a per-function split nor weighting by how much of the class
+shares a fingerprint; this module is small and uses only numpy and scipy, already required.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .classlist import Student, discover, display
+from ..intake.submissions import read_submission
+from ..intake.student_files import UnreadableSubmission
+from .code_tokens import Unit, notebook_units, units
+
+K = 12        # tokens per k-gram: about one line of code
+WINDOW = 8    # winnowing window: shared stretches of K + WINDOW - 1 = 19 tokens always show
+_BASE_PRIME = np.uint64(0x100000001B3)   # the multiplier of the k-gram's polynomial hash
+
+
+@dataclass
+class Source:
+    """One readable submission and its fingerprints."""
+    student: str
+    path: str                         # as the instructor named it, printable
+    text: str                         # the Python code (a notebook's code cells, joined)
+    cells: list[tuple[int, int]] = field(default_factory=list)  # notebook: (cell, first line)
+    hashes: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint64))
+    lines: np.ndarray = field(default_factory=lambda: np.zeros((0, K), np.int32))
+    # lines[i] are the source lines of the K tokens of the fingerprint hashes[i]
+    positions: dict[int, list[int]] | None = None
+
+
+@dataclass
+class Skipped:
+    student: str
+    path: str
+    why: str
+
+
+@dataclass
+class Pair:
+    a: Source
+    b: Source
+    score: float
+    shared: int                                   # fingerprints both hold
+    shared_lines: list[tuple[int, int]]           # (line in a, line in b), sorted
+    weight_a: dict[int, float] = field(default_factory=dict)   # line: its strongest weight
+    weight_b: dict[int, float] = field(default_factory=dict)
+
+
+@dataclass
+class Comparison:
+    sources: list[Source]
+    skipped: list[Skipped]
+    pairs: list[Pair]                 # highest score first
+    candidates: int                   # pairs sharing at least one fingerprint
+    min_score: float = 0.0            # the floor of `pairs`
+
+
+# ------------------------------------------------------------------ fingerprints
+
+_token_ids: dict[str, int] = {}
+
+
+def _token_id(text: str) -> int:
+    """A stable 64-bit id per token: the same code gives the same hashes in every run (Python's
+    own str hash is salted per process)."""
+    found = _token_ids.get(text)
+    if found is None:
+        found = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
+        _token_ids[text] = found
+    return found
+
+
+def kgram_hashes(unit: Unit, k: int = K) -> np.ndarray:
+    """The polynomial hash of every k consecutive tokens of a unit (uint64, wrapping)."""
+    n = len(unit.tokens) - k + 1
+    if n <= 0:
+        return np.zeros(0, np.uint64)
+    ids = np.fromiter((_token_id(t) for t in unit.tokens), np.uint64, len(unit.tokens))
+    powers = np.array([pow(int(_BASE_PRIME), k - 1 - j, 1 << 64) for j in range(k)], np.uint64)
+    windows = np.lib.stride_tricks.sliding_window_view(ids, k)
+    with np.errstate(over="ignore"):
+        return (windows * powers).sum(axis=1, dtype=np.uint64)
+
+
+def winnow(hashes: np.ndarray, window: int = WINDOW) -> np.ndarray:
+    """Positions winnowing keeps: the smallest hash of every `window` consecutive ones (the
+    rightmost on ties), each position once."""
+    if len(hashes) == 0:
+        return np.zeros(0, np.intp)
+    if len(hashes) <= window:
+        return np.array([len(hashes) - 1 - int(np.argmin(hashes[::-1]))])
+    windows = np.lib.stride_tricks.sliding_window_view(hashes, window)
+    rightmost = window - 1 - np.argmin(windows[:, ::-1], axis=1)
+    return np.unique(rightmost + np.arange(len(windows)))
+
+
+def fingerprint(found: list[Unit], base: set[int]) -> tuple[np.ndarray, np.ndarray]:
+    """(hashes, lines) of the winnowed fingerprints of `found` that are not in the base."""
+    hashes, lines = [], []
+    for unit in found:
+        h = kgram_hashes(unit)
+        if not len(h):
+            continue
+        keep = winnow(h)
+        unit_lines = np.asarray(unit.lines, np.int32)
+        for pos in keep:
+            value = int(h[pos])
+            if value not in base:
+                hashes.append(value)
+                lines.append(unit_lines[pos:pos + K])
+    if not hashes:
+        return np.zeros(0, np.uint64), np.zeros((0, K), np.int32)
+    return np.array(hashes, np.uint64), np.stack(lines)
+
+
+def source_units(text: str, cells: list[str] | None) -> list[Unit]:
+    return notebook_units(cells) if cells is not None else units(text)
+
+
+def base_hashes(template_files: list[Path]) -> set[int]:
+    """Every k-gram (not only the winnowed ones) of the template files that can be read: what
+    every student starts from never counts."""
+    base: set[int] = set()
+    for path in template_files:
+        try:
+            sub = read_submission(path)
+        except UnreadableSubmission:
+            continue
+        cells = [c.source for c in sub.cells] if sub.cells is not None else None
+        for unit in source_units(sub.source, cells):
+            base.update(int(h) for h in kgram_hashes(unit))
+    return base
+
+
+def template_files(assignment) -> list[Path]:
+    """The student template and, when there is one, its notebook (same stem, next to it)."""
+    template = Path(assignment.template)
+    notebook = template.with_suffix(".ipynb")
+    return [template] + ([notebook] if notebook.is_file() else [])
+
+
+# ------------------------------------------------------------------ the class
+
+def read_sources(students: list[Student], base: set[int],
+                 shown: dict[int, str] | None = None) -> tuple[list[Source], list[Skipped]]:
+    """Read and fingerprint each student's file; `shown` (index: path) names a file
+    differently from where it was read (grading from a due-date checkout)."""
+    sources, skipped, seen = [], [], set()
+    for i, s in enumerate(students):
+        path = (shown or {}).get(i) or (display(str(s.file)) if s.file else "")
+        if s.file is None:
+            skipped.append(Skipped(s.name, path, s.problem or "nothing to compare"))
+            continue
+        key = os.path.normpath(os.path.abspath(s.file))
+        if key in seen:          # the same file named twice on the command line
+            continue
+        seen.add(key)
+        try:
+            sub = read_submission(Path(s.file))
+        except UnreadableSubmission as e:
+            skipped.append(Skipped(s.name, path, str(e)))
+            continue
+        cells, starts, line = None, [], 1
+        if sub.cells is not None:
+            cells = [c.source for c in sub.cells]
+            for c in sub.cells:
+                starts.append((c.number, line))
+                line += len(c.source.split("\n"))
+        src = Source(s.name, path, sub.source, starts)
+        src.hashes, src.lines = fingerprint(source_units(sub.source, cells), base)
+        sources.append(src)
+    return sources, skipped
+
+
+def weights(df: np.ndarray, n: int) -> np.ndarray:
+    """How much a fingerprint held by `df` of `n` submissions says (1: only a pair holds it)."""
+    if n <= 2:
+        return np.ones(len(df))
+    w = np.log((n + 1) / df) / math.log((n + 1) / 2)
+    return np.clip(w, 0.0, 1.0)
+
+
+def rank(sources: list[Source], *, min_score: float = 0.0,
+         max_pairs: int | None = None) -> tuple[list[Pair], int]:
+    """The pairs scoring at least `min_score` (above 0), highest first, at most `max_pairs`;
+    and how many pairs share any fingerprint."""
+    from scipy import sparse
+
+    n = len(sources)
+    sets = [np.unique(s.hashes) for s in sources]
+    sizes = np.array([len(s) for s in sets], np.float64)
+    if n < 2 or not sizes.any():
+        return [], 0
+    every = np.concatenate(sets)
+    owner = np.repeat(np.arange(n), [len(s) for s in sets])
+    keys, column = np.unique(every, return_inverse=True)
+    # The inverted index: column j of `index` lists the submissions holding fingerprint j.
+    index = sparse.csc_matrix((np.ones(len(every)), (owner, column)), shape=(n, len(keys)))
+    df = np.diff(index.indptr)
+    w = weights(df.astype(np.float64), n)
+    shared_by_pair = df >= 2          # a fingerprint only one submission holds pairs no one
+    postings = index[:, shared_by_pair]
+    weight = dict(zip(keys[shared_by_pair].tolist(), w[shared_by_pair].tolist()))
+    # Summing, over the fingerprints that two submissions share, their weights: each
+    # fingerprint's posting list meets itself (a product over the index, nothing else).
+    together = sparse.triu(postings @ sparse.diags(w[shared_by_pair]) @ postings.T, k=1).tocoo()
+    scores = 2 * together.data / (sizes[together.row] + sizes[together.col])
+    chosen = np.flatnonzero((scores >= min_score) & (scores > 0))
+    chosen = sorted(chosen, key=lambda i: (-scores[i], sources[together.row[i]].path,
+                                           sources[together.col[i]].path))
+    if max_pairs is not None:
+        chosen = chosen[:max_pairs]
+    pairs = [_pair(sources[together.row[i]], sources[together.col[i]], float(scores[i]),
+                   weight) for i in chosen]
+    return pairs, len(together.data)
+
+
+def _positions(source: Source) -> dict[int, list[int]]:
+    """{hash: indices of its fingerprints in `source`}, made once per source."""
+    if source.positions is None:
+        source.positions = {}
+        for i, h in enumerate(source.hashes.tolist()):
+            source.positions.setdefault(h, []).append(i)
+    return source.positions
+
+
+def _pair(a: Source, b: Source, score: float, weight: dict[int, float]) -> Pair:
+    """The lines behind a pair's score: each shared fingerprint's K tokens, line for line."""
+    where_b = _positions(b)
+    lines_a, lines_b = a.lines.tolist(), b.lines.tolist()
+    lines: set[tuple[int, int]] = set()
+    weight_a: dict[int, float] = {}
+    weight_b: dict[int, float] = {}
+    seen: dict[int, int] = {}     # occurrences of each shared hash in a, so far
+    for i, h in enumerate(a.hashes.tolist()):
+        js = where_b.get(h)
+        if not js:
+            continue
+        # The n-th occurrence in a goes with the n-th in b (or b's last): a repeated stretch
+        # lines up in order.
+        j = js[min(seen.get(h, 0), len(js) - 1)]
+        seen[h] = seen.get(h, 0) + 1
+        w = weight.get(h, 1.0)
+        for la, lb in zip(lines_a[i], lines_b[j]):
+            lines.add((la, lb))
+            weight_a[la] = max(weight_a.get(la, 0.0), w)
+            weight_b[lb] = max(weight_b.get(lb, 0.0), w)
+    return Pair(a, b, round(score, 4), len(seen), sorted(lines), weight_a, weight_b)
+
+
+def compare_students(students: list[Student], template: list[Path], *, min_score: float = 0.0,
+                     max_pairs: int | None = None,
+                     shown: dict[int, str] | None = None) -> Comparison:
+    base = base_hashes(template)
+    sources, skipped = read_sources(students, base, shown)
+    pairs, candidates = rank(sources, min_score=min_score, max_pairs=max_pairs)
+    return Comparison(sources, skipped, pairs, candidates, min_score)
+
+
+def compare_paths(assignment, paths: list[str], **options) -> Comparison:
+    """Compare the submissions found under `paths` as `autograder grade` finds them."""
+    return compare_students(discover(paths, assignment.student_file), template_files(assignment),
+                            **options)
