@@ -180,7 +180,7 @@ def grade_functions(assignment: Assignment, path: str, env_for_question: Callabl
             results[q.id] = run_question(assignment, q.id, env_for_question(q.id),
                                          include_hidden=include_hidden)
     # After the last call to the student's code: naming known mistakes costs the student no time.
-    diagnosis.apply()
+    diagnosis.apply(results)
     add_dependency_notes(assignment, results)
     return SubmissionResult(path, results, error=error, sandbox=sandbox,
                             seconds=time.monotonic() - start)
