@@ -237,6 +237,23 @@ catalogue.variant("split_strided_features", "split_heads",
                        + _SPLIT_HINT)(_split_strided)
 catalogue.variant("split_strided_features", "merge_heads")(_merge_strided)
 catalogue.variant("split_strided_features", "split_heads", alternative=1)(_split_strided)
+def _split_no_swap(ref, x, n_heads):
+    *lead, T, d_model = x.shape
+    return x.reshape(*lead, T, n_heads, d_model // n_heads)
+
+
+def _merge_no_swap(ref, x):
+    return x.reshape(*x.shape[:-2], x.shape[-2] * x.shape[-1])
+
+
+catalogue.variant("split_heads_no_swap", "split_heads",
+                  name="split_heads stops at (..., T, n_heads, d_head): the heads are not "
+                       "moved before the time axis",
+                  hint="Reshaping is half the job: then swap T and the heads with "
+                       "`np.swapaxes(x, -3, -2)`, so that attention runs per head over "
+                       "(..., n_heads, T, d_head).")(_split_no_swap)
+catalogue.variant("split_heads_no_swap", "merge_heads")(_merge_no_swap)
+catalogue.variant("split_heads_no_swap", "split_heads", alternative=1)(_split_no_swap)
 catalogue.variant("merge_no_transpose", "merge_heads",
                   name="merge_heads reshapes without transposing",
                   hint="Swap the heads and time back first, `np.swapaxes(x, -3, -2)`, then "
