@@ -205,10 +205,14 @@ def _retarget_messages(assignment: Assignment, q: QuestionResult,
                 and _passes(questions, assignment.question_of(where)):
             other, fns = next(iter(blamed.items()))
             verb = "fails" if len(fns) == 1 else "fail"
-            c.message = c.message.replace(
-                SHAPE_ADVICE, f"; that line is in your `{where}`, which passes its question: "
-                              f"this calls your {' and '.join(fns)}, which {verb} question "
-                              f"'{other}', so the shapes it got may come from there")
+            # The advice and what follows it on that line (the question's own shape hints)
+            # are about the line; the evidence points at the helper instead.
+            first, newline, rest = c.message.partition("\n")
+            first = first[:first.index(SHAPE_ADVICE)] + (
+                f"; that line is in your `{where}`, which passes its question: this calls "
+                f"your {' and '.join(fns)}, which {verb} question '{other}', so the shapes it "
+                f"got may come from there")
+            c.message = first + newline + rest
         if OVERFLOW_ADVICE in c.message and helpers_pass and \
                 any(assignment.question_of(fn) not in (None, q.id) for fn in q.called):
             c.message = c.message.replace(

@@ -130,11 +130,14 @@ def add_order_notes(catalogue, questions: dict) -> None:
                 first_question.setdefault(mid, n)
     for n, q in enumerate(questions.values()):
         counts: dict[str, int] = {}
+        sets = set()
         for c in q.cases:
+            if c.diagnosis:
+                sets.add(tuple(c.diagnosis))
             for mid in c.diagnosis or []:
                 counts[mid] = counts.get(mid, 0) + 1
-        if len(counts) < 2:
-            continue
+        if len(counts) < 2 or len(sets) < 2:
+            continue    # one cause, or every case names the same ones (its hint lists them)
 
         def rank(mid: str) -> tuple:
             m = catalogue.mistakes.get(mid)

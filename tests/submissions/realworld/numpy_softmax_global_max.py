@@ -1,7 +1,7 @@
 # assignment: attention_numpy
 # mistake: the common one-line NumPy softmax, np.exp(x - np.max(x)): the maximum of the whole array, so rows far below it underflow to 0/0
-# loses: softmax, attention
-# keeps: mask, split_heads, multi_head, block, concepts
+# loses: softmax, attention, mask
+# keeps: split_heads, multi_head, block, concepts
 # diagnosis: softmax_global_max
 """NumPy attention, following a popular blog post's softmax."""
 import math
