@@ -499,8 +499,7 @@ catalogue.rule(
          "result disconnects it from autograd.")
 
 catalogue.rule(
-    "float32_cast", when=any_of(lowered_precision, mixed_precision_error,
-                                all_of(float32_rounding, computed_in_float32)),
+    "float32_cast", when=any_of(lowered_precision, mixed_precision_error, computed_in_float32),
     name="float64 inputs converted to float32",
     hint="Keep the input's dtype: no `.float()` or `dtype=torch.float32` on the inputs (casting "
          "the result back to float64 does not bring the lost digits back); new tensors can "
