@@ -1,13 +1,18 @@
 """Known mistakes of the attention assignment, named in feedback when a case shows one.
 
 A variant is the reference's function as the mistake computes it: `impl(ref, *args, **kwargs)`,
-`ref` being the unmodified reference module. A variant of one function also explains the
+where `ref.f` is the reference's own `f` for the function replaced and, for the others, the
+version of the module the variant runs in. A variant of one function also explains the
 functions whose reference calls it (a `softmax` variant explains attention, multi-head attention
-and the block). `when=` takes a rule on what the student's outcome shows; on a variant it narrows
-it. The grader names a mistake only if exactly one matches and the reference does not.
+and the block). Most functions are written once with knobs (`catalogue.family`), each mistake
+turning some of them, so that mistakes made together can be named together
+(autograder.diagnose.causes). `when=` takes a rule on what the student's outcome shows; on a
+variant it narrows it. The grader names a mistake only if exactly one matches and the reference
+does not. The NumPy track's catalogue uses the same ids and names (docs/naming-mistakes.md).
 
-Adding a mistake: a decorated function here (or a `catalogue.rule`), a `# diagnosis: <id>` line
-in a corpus file that makes it, and `autograder diagnose-eval -a attention` to measure.
+Adding a mistake: a family setting or a decorated function here (or a `catalogue.rule`), a
+`# diagnosis: <id>` line in a corpus file that makes it, and `autograder diagnose-eval -a
+attention` to measure.
 Like the reference, this file is instructor-only: it must not be shipped to students.
 """
 import math
@@ -371,7 +376,8 @@ mha_family.mistake(
     hint="When `context` is given, keys and values come from it (queries still come from "
          "x).")
 mha_family.mistake(
-    "queries_from_context", sources="swapped", name="cross-attention takes queries from the context",
+    "queries_from_context", sources="swapped",
+    name="cross-attention takes queries from the context",
     hint="Queries come from x; keys and values come from `context`.")
 mha_family.mistake(
     "mha_drops_mask", pass_mask=False, name="multi-head attention does not pass the mask on",

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from autograder.diagnose import (Catalogue, all_of, any_of, axis_detail, changed_input,
+from autograder.diagnose import (Catalogue, all_of, axis_detail, changed_input,
                                  equals_expected_transposed, expected_dtype, factor_detail,
                                  fixed_rank, fixed_rank_detail, forbidden_call,
                                  lowered_precision, nan_only_on_large_inputs, none_unhandled,

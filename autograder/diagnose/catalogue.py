@@ -24,7 +24,8 @@ class Mistake:
     name: str = ""
     hint: str = ""
     # Each alternative maps function names to mistaken implementations `impl(ref, *args, **kw)`,
-    # `ref` being the unmodified reference module. Any alternative may match.
+    # `ref.f` being the reference's `f` for the functions the alternative replaces and the
+    # variant module's for the others (variants.py, `_Ref`). Any alternative may match.
     alternatives: list[dict[str, Callable]] = field(default_factory=list)
     when: Predicate | None = None
     functions: tuple[str, ...] | None = None     # rules only: the functions it applies to

@@ -114,8 +114,8 @@ def _reproduces(runner: "_Runner", combo: Mistake, record: "CheckRecord",
 
 def search(runner: "_Runner", record: "CheckRecord", passed: dict,
            named: dict[str, set[str]]) -> list[str] | None:
-    """The ids of the mistakes that together reproduce this failing check, in the catalogue's order, or
-    None. `named`: {function: mistake ids named on its failing cases} so far."""
+    """The ids of the mistakes that together reproduce this failing check, in the catalogue's
+    order, or None. `named`: {function: mistake ids named on its failing cases} so far."""
     if record.got.get("status") != "ok" or record.far <= 1.0:
         return None
     own = _own(runner, record)

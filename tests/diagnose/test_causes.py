@@ -272,3 +272,40 @@ def test_both_catalogues_share_ids_and_names(tracks):
     # Hints speak each track's language.
     assert "np." in numpy_c["softmax_global_max"].hint
     assert "np." not in torch_c["softmax_global_max"].hint
+
+
+@pytest.mark.parametrize("name", ["block_gelu_no_ffn_residual.py",
+                                  "mha_d_model_scale_no_output_projection.py",
+                                  "attention_fill_zero_no_scaling.py"])
+def test_two_mistakes_in_one_function_are_both_named(graded, name):
+    from autograder.diagnose.evaluate import read_header, wanted
+
+    path = SUBMISSIONS / "wrong" / name
+    want = wanted(read_header(path)["diagnosis"])
+    result = graded("attention", path)
+    named = diagnose.diagnoses(result)
+    assert named == want, (name, named)
+    # Some case names both at once (no single mistake reproduces it).
+    assert any(set(c.diagnosis) == want for q in result.questions.values() for c in q.cases)
+
+
+def test_a_mistake_that_reproduces_the_outcome_beats_one_that_only_comes_closer():
+    import torch
+    from autograder.diagnose.fallback import decide
+
+    catalogue = Catalogue()
+    catalogue.variant("close", "f", name="close", hint="h")(lambda ref, x: x)
+    catalogue.variant("exact", "f", name="exact", hint="h")(lambda ref, x: x)
+    outputs = {"close": torch.tensor([1.001, 2.0]), "exact": torch.tensor([1.0, 2.0])}
+    runner = SimpleNamespace(catalogue=catalogue, affects=lambda alt, fn: True,
+                             calls={"f": frozenset({"f"})})
+    runner.outcome = lambda m, i, record, grads=True: {"status": "ok",
+                                                       "output": outputs[m.id]}
+    runner.consistent = lambda m, i, passed: True
+    record = SimpleNamespace(function="f", question="q", tolerance=None, want_grad=False,
+                             far=1e6, got={"status": "ok", "output": torch.tensor([1.0, 2.0])})
+    found = [catalogue.mistakes["close"], catalogue.mistakes["exact"]]
+    assert decide(runner, record, found, {}, [record]).ids == ["exact"]
+    # Both only close: ambiguous, nothing named.
+    outputs["exact"] = torch.tensor([1.0, 2.002])
+    assert decide(runner, record, found, {}, [record]) is None
