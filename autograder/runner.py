@@ -13,8 +13,8 @@ from typing import Any, Callable
 
 from . import diagnose
 from .assignment import Assignment
-from .cases import GraderError
-from .checks import CheckFailed
+from .cases import SHAPE_ADVICE, GraderError
+from .checks import OVERFLOW_ADVICE, CheckFailed
 from .results import CaseResult, QuestionResult, SubmissionResult
 from .status import CaseStatus, QuestionStatus
 
@@ -110,6 +110,9 @@ def run_question(assignment: Assignment, qid: str, env: dict[str, Any], *,
                     called.append(name)
             if getattr(e, "record", None) is not None:
                 diagnose.note_check(e.record, passed=False, case=result)
+                # Where the error was raised, for the dependency notes (not serialised).
+                err = e.record.got.get("error") or {}
+                result.error_function = str(err.get("function") or "")
         except QuestionStopped as e:
             result.status, result.kind, result.message = e.status, e.status, e.message
             if e.status in (CaseStatus.TIMEOUT, CaseStatus.MEMORY):
@@ -166,6 +169,56 @@ def add_dependency_notes(assignment: Assignment, questions: dict[str, QuestionRe
             q.notes.append(f"note: this calls your {' and '.join(fns)}, which {verb} not pass "
                            f"question '{other}' yet; that may be part of what goes wrong here, "
                            f"so look at '{other}' first")
+        _retarget_messages(assignment, q, questions, blamed)
+
+
+# Advice that a case's message adds from the error or the values alone (autograder.cases,
+# autograder.checks); `_retarget_messages` replaces it where other questions' results show
+# that it points at the wrong place.
+
+
+def _passes(questions: dict[str, QuestionResult], qid: str | None) -> bool:
+    return qid is not None and qid in questions and \
+        questions[qid].status == QuestionStatus.PASSED
+
+
+def _retarget_messages(assignment: Assignment, q: QuestionResult,
+                       questions: dict[str, QuestionResult],
+                       blamed: dict[str, list[str]]) -> None:
+    """Say only what the evidence supports:
+
+    * a shape error raised at a line of another of the student's functions, one whose own
+      question passes, while this question calls a function that fails its question: the line
+      is not the place to look, the failing helper is ("this calls your X, which fails
+      question Y");
+    * NaN on large inputs while every student function this question calls passes its own
+      question (large inputs included): an overflow in those is not the cause, so the advice
+      to subtract the maximum is replaced by what else gives NaN.
+    """
+    own = set(assignment.question(q.id).functions)
+    helpers_pass = bool(q.called) and all(
+        _passes(questions, assignment.question_of(fn)) for fn in q.called
+        if assignment.question_of(fn) not in (None, q.id))
+    for c in _failing(q):
+        where = getattr(c, "error_function", "")
+        if blamed and SHAPE_ADVICE in c.message and where and where not in own \
+                and _passes(questions, assignment.question_of(where)):
+            other, fns = next(iter(blamed.items()))
+            verb = "fails" if len(fns) == 1 else "fail"
+            # The advice and what follows it on that line (the question's own shape hints)
+            # are about the line; the evidence points at the helper instead.
+            first, newline, rest = c.message.partition("\n")
+            first = first[:first.index(SHAPE_ADVICE)] + (
+                f"; that line is in your `{where}`, which passes its question: this calls "
+                f"your {' and '.join(fns)}, which {verb} question '{other}', so the shapes it "
+                f"got may come from there")
+            c.message = first + newline + rest
+        if OVERFLOW_ADVICE in c.message and helpers_pass and \
+                any(assignment.question_of(fn) not in (None, q.id) for fn in q.called):
+            c.message = c.message.replace(
+                OVERFLOW_ADVICE, "; the functions this calls pass their own questions, large "
+                                 "inputs included, so an overflow there is not the cause (a "
+                                 "row whose every score is -inf also gives 0/0 = NaN)")
 
 
 def grade_functions(assignment: Assignment, path: str, env_for_question: Callable[[str], dict],
@@ -180,7 +233,7 @@ def grade_functions(assignment: Assignment, path: str, env_for_question: Callabl
             results[q.id] = run_question(assignment, q.id, env_for_question(q.id),
                                          include_hidden=include_hidden)
     # After the last call to the student's code: naming known mistakes costs the student no time.
-    diagnosis.apply()
+    diagnosis.apply(results)
     add_dependency_notes(assignment, results)
     return SubmissionResult(path, results, error=error, sandbox=sandbox,
                             seconds=time.monotonic() - start)

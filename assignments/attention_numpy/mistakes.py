@@ -1,62 +1,484 @@
 """Known mistakes of the NumPy attention assignment, named in feedback when a case shows one.
 
-The same catalogue API as the torch track's `mistakes.py`: variants are the reference's function
-as the mistake computes it (`impl(ref, *args, **kwargs)`, on NumPy arrays), fallback rules are
-tried only when no variant explains a case. Instructor-only, like the reference.
+The same catalogue API as the torch track's `mistakes.py`, and the same ids, names and
+structure wherever the same mistake exists in NumPy code (a test keeps the names identical):
+each function is written once with knobs (a `Family`) and each mistake turns some of them, so
+that mistakes made together can be named together. Hints say what to change in NumPy terms.
+Forward only: no gradient mistakes. Instructor-only, like the reference.
 """
+import math
+
 import numpy as np
 
-from autograder.diagnose import (Catalogue, axis_detail, factor_detail, fixed_rank,
-                                 fixed_rank_detail, none_unhandled, normalised_along_other_axis,
-                                 off_by_constant_factor)
+from autograder.diagnose import (Catalogue, all_of, axis_detail, changed_input,
+                                 equals_expected_transposed, expected_dtype, factor_detail,
+                                 fixed_rank, fixed_rank_detail, forbidden_call,
+                                 lowered_precision, nan_only_on_large_inputs, none_unhandled,
+                                 normalised_along_other_axis, off_by_constant_factor,
+                                 raised_precision, sums_to_one_along, values_right_dtype_wrong)
 
 catalogue = Catalogue()
-mistake = catalogue.variant
 
 
-def _layer_norm(x, gamma, beta, eps, ddof=0, outside=False):
-    mean = x.mean(axis=-1, keepdims=True)
-    var = x.var(axis=-1, keepdims=True, ddof=ddof)
-    std = np.sqrt(var) + x.dtype.type(eps) if outside else np.sqrt(var + x.dtype.type(eps))
+def _swap(a):
+    return np.swapaxes(a, -2, -1)
+
+
+# ------------------------------------------------------------------ softmax
+
+@catalogue.family("softmax")
+def softmax_family(ref, x, axis=-1, *, shift="row", over="axis", sum_over="axis"):
+    a = -1 if over == "last" else axis
+    m = {"row": lambda: x.max(axis=a, keepdims=True), "global": lambda: x.max(),
+         "min": lambda: x.min(axis=a, keepdims=True), "none": lambda: 0}[shift]()
+    with np.errstate(all="ignore"):     # the mistakes overflow; that is what they show
+        e = np.exp(x - m)
+        s = e.sum() if sum_over == "all" else e.sum(axis=a, keepdims=True)
+        return e / s
+
+
+softmax_family.mistake(
+    "softmax_no_max", shift="none", when=nan_only_on_large_inputs,
+    name="softmax without subtracting the maximum",
+    hint="np.exp() of a large logit overflows to inf, so the division gives NaN. Subtract the "
+         "maximum along `axis` before np.exp(): `x - x.max(axis=axis, keepdims=True)`; "
+         "shifting a row does not change its softmax.")
+softmax_family.mistake(
+    "softmax_global_max", shift="global",
+    name="softmax subtracts the maximum of the whole tensor",
+    hint="Rows far below the overall maximum underflow to 0/0 = NaN. Subtract each row's own "
+         "maximum: `x.max(axis=axis, keepdims=True)`, not `x.max()` or `np.max(x)`.")
+softmax_family.mistake(
+    "softmax_subtracts_min", shift="min",
+    name="softmax subtracts the minimum instead of the maximum",
+    hint="Shifting by the minimum makes every exponent >= 0, so large logits overflow to inf "
+         "and the division gives NaN. Subtract each row's maximum: "
+         "`x.max(axis=axis, keepdims=True)`.")
+softmax_family.mistake(
+    "softmax_ignores_dim", over="last", when=sums_to_one_along(-1),
+    name="softmax always normalises over the last dimension",
+    hint="Your probabilities sum to 1 along the last axis even when another `axis` is asked "
+         "for. Use `axis` in both the maximum and the sum.")
+softmax_family.mistake(
+    "softmax_sum_all", sum_over="all", name="softmax divides by the sum of every element",
+    hint="Normalise each slice along `axis` on its own: `e.sum(axis=axis, keepdims=True)`, "
+         "not `e.sum()` or `np.sum(e)`.")
+softmax_family.mistake("softmax_sum_all", alternative=1, shift="global", sum_over="all")
+
+
+# ------------------------------------------------------------------ scaled dot-product attention
+
+def _scale(name, q, k, v):
+    return {"sqrt_dk": lambda: math.sqrt(q.shape[-1]), "dk": lambda: q.shape[-1],
+            "one": lambda: 1.0, "sqrt_axis1": lambda: math.sqrt(q.shape[1]),
+            "sqrt_dv": lambda: math.sqrt(v.shape[-1]),
+            "np_sqrt": lambda: np.sqrt(q.shape[-1])}[name]()
+
+
+@catalogue.family("scaled_dot_product_attention")
+def attention_family(ref, q, k, v, mask=None, *, scale="sqrt_dk", keys="swap", fill=-np.inf,
+                     masking="fill", axis=-1, scale_after=False, returns="both"):
+    """The reference attention with knobs, as in the torch track's catalogue."""
+    scores = q @ (k.T if keys == "T" else _swap(k))
+    s = _scale(scale, q, k, v)
+    if not scale_after:
+        scores = scores / s
+    if mask is not None:
+        if masking == "fill":
+            scores = np.where(mask, fill, scores)
+        elif masking == "inverted":
+            scores = np.where(mask, scores, fill)
+        elif masking == "add_scaled":
+            scores = scores + mask.astype(scores.dtype) * scores.dtype.type(-1e4)
+        elif masking == "add_bool":
+            scores = scores + mask
+    weights = ref.softmax(scores, axis)
+    if scale_after:
+        weights = weights / s
+    if mask is not None and masking == "after":
+        weights = np.where(mask, 0, weights).astype(weights.dtype)
+    out = weights @ v
+    return {"both": (out, weights), "output": out, "swapped": (weights, out)}[returns]
+
+
+attention_family.mistake(
+    "scale_by_dk", scale="dk", name="scores divided by d_k instead of sqrt(d_k)",
+    hint="Divide q @ k^T by the square root of the key size: `math.sqrt(q.shape[-1])`.")
+attention_family.mistake(
+    "no_scaling", scale="one", name="scores not scaled by 1/sqrt(d_k)",
+    hint="Without the scale, long vectors give large scores and softmax puts almost all "
+         "weight on one key. Divide q @ k^T by `math.sqrt(d_k)`.")
+attention_family.mistake(
+    "dk_from_fixed_axis", scale="sqrt_axis1",
+    name="d_k read from a fixed axis (q.shape[1]) instead of the last one",
+    hint="With batch or head axes, `q.shape[1]` is not the key size. Use `q.shape[-1]`.")
+attention_family.mistake(
+    "scale_by_dv", scale="sqrt_dv",
+    name="scores scaled by the value size sqrt(d_v) instead of the key size sqrt(d_k)",
+    hint="The scale comes from the size of the vectors in the dot product, the queries and "
+         "keys: `math.sqrt(q.shape[-1])`, not `v.shape[-1]` (the two differ when d_v != d_k).")
+attention_family.mistake(
+    "scale_after_softmax", scale_after=True, name="the scale applied after the softmax",
+    hint="Dividing the weights instead of the scores leaves rows that sum to 1/sqrt(d_k). "
+         "Divide q @ k^T by `math.sqrt(d_k)` before the softmax.")
+attention_family.mistake(
+    "key_dot_T", keys="T", name="keys transposed with k.T",
+    hint="`.T` reverses every axis, so it only works for 2-D arrays. Swap the last two with "
+         "`np.swapaxes(k, -2, -1)`.")
+attention_family.mistake(
+    "weights_wrong_axis", axis=-2, name="softmax over the query axis instead of the key axis",
+    hint="Each query's weights over the keys must sum to 1: softmax over the last axis "
+         "(axis=-1), not axis=-2 or a fixed axis such as 1.")
+attention_family.mistake(
+    "returns_output_only", returns="output", name="attention returns only the output",
+    hint="Return both arrays, in this order: `return output, weights`.")
+attention_family.mistake(
+    "returns_swapped", returns="swapped", name="attention returns (weights, output)",
+    hint="The contract is `(output, weights)`: the output first.")
+
+
+# ------------------------------------------------------------------ the causal mask
+
+@catalogue.variant("mask_inverted", "causal_mask",
+                   name="causal mask inverted (True on and below the diagonal)",
+                   hint="True means blocked: block the future, j > i, i.e. "
+                        "`np.triu(np.ones((T, T), dtype=bool), 1)`.")
+def _(ref, T):
+    return ~ref.causal_mask(T)
+
+
+@catalogue.variant("mask_blocks_diagonal", "causal_mask",
+                   name="causal mask shifted by one: it blocks the diagonal",
+                   hint="A position may attend to itself: block only j > i "
+                        "(`np.triu(..., 1)`, not `np.triu(..., 0)`).")
+def _(ref, T):
+    return np.triu(np.ones((T, T), dtype=bool), 0)
+
+
+catalogue.rule(
+    "mask_transposed", functions=["causal_mask"], when=equals_expected_transposed(),
+    name="causal mask transposed (it blocks the past)",
+    hint="Row i is the query, column j the key: block j > i, above the diagonal.")
+
+catalogue.rule(
+    "mask_not_bool", functions=["causal_mask"],
+    when=all_of(expected_dtype("bool"), values_right_dtype_wrong),
+    name="causal mask returned as numbers instead of booleans",
+    hint="The right positions, but the mask must be a bool array: build it with "
+         "`dtype=bool` or compare (`j > i`).")
+
+
+# ------------------------------------------------------------------ masked attention
+
+attention_family.mistake(
+    "mask_fill_zero", fill=0.0, name="blocked scores set to 0 instead of -inf",
+    hint="exp(0) = 1, so blocked positions still get weight. Set them to `-np.inf` (or a very "
+         "negative number) before the softmax: `np.where(mask, -np.inf, scores)`.")
+attention_family.mistake(
+    "mask_fill_too_small", fill=-1e4,
+    name="blocked scores filled with -1e4, which large scores outweigh",
+    hint="A finite fill only blocks when it is far below every real score: with scores of "
+         "size 1e4 a blocked position filled with (or shifted by) -1e4 still gets weight. "
+         "Use `-np.inf`, `-1e9` or `np.finfo(scores.dtype).min`.")
+attention_family.mistake("mask_fill_too_small", alternative=1, masking="add_scaled")
+attention_family.mistake(
+    "mask_ignored", masking="ignore", name="the mask is never applied",
+    hint="When `mask` is given, set the blocked scores to -inf before the softmax: "
+         "`np.where(mask, -np.inf, scores)`.")
+attention_family.mistake(
+    "mask_added", masking="add_bool",
+    name="the boolean mask added to the scores instead of filling them",
+    hint="Adding a True/False mask adds 1 to each blocked score, which barely changes its "
+         "weight. Replace the blocked scores instead: `np.where(mask, -np.inf, scores)`.")
+attention_family.mistake(
+    "mask_after_softmax", masking="after", name="the mask is applied after the softmax",
+    hint="Zeroing weights after the softmax leaves rows that no longer sum to 1. Mask the "
+         "scores before the softmax.")
+attention_family.mistake(
+    "mask_keep_convention", masking="inverted", name="the mask read as True = keep",
+    hint="In this assignment True means blocked: `np.where(mask, -np.inf, scores)`, not "
+         "`np.where(mask, scores, -np.inf)` or `~mask`.")
+
+
+# ------------------------------------------------------------------ split and merge heads
+
+def _split_no_transpose(ref, x, n_heads):
+    *lead, T, d_model = x.shape
+    return x.reshape(*lead, n_heads, T, d_model // n_heads)
+
+
+def _merge_no_transpose(ref, x):
+    *lead, n_heads, T, d_head = x.shape
+    return x.reshape(*lead, T, n_heads * d_head)
+
+
+def _split_strided(ref, x, n_heads):
+    *lead, T, d_model = x.shape
+    return np.moveaxis(x.reshape(*lead, T, d_model // n_heads, n_heads), -1, -3)
+
+
+def _merge_strided(ref, x):
+    y = np.moveaxis(x, -3, -1)
+    return y.reshape(*y.shape[:-2], -1)
+
+
+_SPLIT_HINT = ("Reshape to (..., T, n_heads, d_head) first, then swap T and the heads with "
+               "`np.swapaxes(x, -3, -2)`; head i must hold features i*d_head:(i+1)*d_head.")
+
+catalogue.variant("split_no_transpose", "split_heads",
+                  name="split_heads reshapes without transposing",
+                  hint="Reshaping straight to (..., n_heads, T, d_head) mixes time steps into "
+                       "heads. " + _SPLIT_HINT)(_split_no_transpose)
+catalogue.variant("split_no_transpose", "merge_heads")(_merge_no_transpose)
+catalogue.variant("split_no_transpose", "split_heads", alternative=1)(_split_no_transpose)
+catalogue.variant("split_strided_features", "split_heads",
+                  name="split_heads gives each head every n_heads-th feature",
+                  hint="Unflattening d_model as (d_head, n_heads) interleaves the heads. "
+                       + _SPLIT_HINT)(_split_strided)
+catalogue.variant("split_strided_features", "merge_heads")(_merge_strided)
+catalogue.variant("split_strided_features", "split_heads", alternative=1)(_split_strided)
+def _split_no_swap(ref, x, n_heads):
+    *lead, T, d_model = x.shape
+    return x.reshape(*lead, T, n_heads, d_model // n_heads)
+
+
+def _merge_no_swap(ref, x):
+    return x.reshape(*x.shape[:-2], x.shape[-2] * x.shape[-1])
+
+
+catalogue.variant("split_heads_no_swap", "split_heads",
+                  name="split_heads stops at (..., T, n_heads, d_head): the heads are not "
+                       "moved before the time axis",
+                  hint="Reshaping is half the job: then swap T and the heads with "
+                       "`np.swapaxes(x, -3, -2)`, so that attention runs per head over "
+                       "(..., n_heads, T, d_head).")(_split_no_swap)
+catalogue.variant("split_heads_no_swap", "merge_heads")(_merge_no_swap)
+catalogue.variant("split_heads_no_swap", "split_heads", alternative=1)(_split_no_swap)
+catalogue.variant("merge_no_transpose", "merge_heads",
+                  name="merge_heads reshapes without transposing",
+                  hint="Swap the heads and time back first, `np.swapaxes(x, -3, -2)`, then "
+                       "reshape to (..., T, n_heads * d_head).")(_merge_no_transpose)
+catalogue.variant("merge_wrong_order", "merge_heads",
+                  name="merge_heads concatenates in the wrong order",
+                  hint="Move the heads next to d_head as (..., T, n_heads, d_head) before "
+                       "flattening, so head 0's features come first.")(_merge_strided)
+
+
+# ------------------------------------------------------------------ multi-head attention
+
+@catalogue.family("multi_head_attention")
+def mha_family(ref, x, params, n_heads, mask=None, context=None, *, scale=None, heads="split",
+               project_out=True, sources="right", pass_mask=True, transpose_w=False,
+               weights=("w_q", "w_k", "w_v")):
+    """The reference multi-head attention with knobs, as in the torch track's catalogue."""
+    if transpose_w:
+        params = {**params, **{k: params[k].T for k in ("w_q", "w_k", "w_v", "w_o")}}
+    source = x if context is None else context
+    q_in, kv_in = {"right": (x, source), "kv_from_x": (x, x),
+                   "swapped": (source, x)}[sources]
+    wq, wk, wv = (params[w] for w in weights)
+    mask = mask if pass_mask else None
+    if heads == "none":
+        out, _ = ref.scaled_dot_product_attention(q_in @ wq, kv_in @ wk, kv_in @ wv, mask)
+        return out @ params["w_o"] if project_out else out
+    n = 1 if heads == "one" else n_heads
+    q, k, v = (ref.split_heads(q_in @ wq, n), ref.split_heads(kv_in @ wk, n),
+               ref.split_heads(kv_in @ wv, n))
+    if scale is None:
+        out, _ = ref.scaled_dot_product_attention(q, k, v, mask)
+    else:
+        w = q @ _swap(k) / math.sqrt(x.shape[-1])
+        if mask is not None:
+            w = np.where(mask, -np.inf, w)
+        out = ref.softmax(w, -1) @ v
+    out = ref.merge_heads(out)
+    return out @ params["w_o"] if project_out else out
+
+
+mha_family.mistake(
+    "scale_by_d_model", scale="d_model",
+    name="multi-head scores scaled by sqrt(d_model) instead of sqrt(d_head)",
+    hint="Each head attends with vectors of size d_head = d_model // n_heads; scale by "
+         "`math.sqrt(d_head)` (calling your scaled_dot_product_attention does this).")
+mha_family.mistake(
+    "mha_no_split", heads="one", name="multi-head attention computed as one head",
+    hint="Split q, k and v into n_heads heads with split_heads, attend per head, then "
+         "merge_heads.")
+mha_family.mistake("mha_no_split", alternative=1, heads="none")
+mha_family.mistake(
+    "missing_output_projection", project_out=False, name="the output projection w_o is missing",
+    hint="After merging the heads, multiply by `params['w_o']`.")
+mha_family.mistake(
+    "ignores_context", sources="kv_from_x", name="cross-attention ignores the context",
+    hint="When `context` is given, keys and values come from it (queries still come from "
+         "x).")
+mha_family.mistake(
+    "queries_from_context", sources="swapped",
+    name="cross-attention takes queries from the context",
+    hint="Queries come from x; keys and values come from `context`.")
+mha_family.mistake(
+    "mha_drops_mask", pass_mask=False, name="multi-head attention does not pass the mask on",
+    hint="Give `mask` to scaled_dot_product_attention.")
+mha_family.mistake(
+    "weights_transposed", transpose_w=True, name="projections applied as x @ w.T",
+    hint="The contract applies each weight as `x @ w` (no transpose).")
+catalogue.describe(
+    "projection_wrong_weight", name="keys or values projected with the wrong weight",
+    hint="Each projection has its own weight: queries `x @ params['w_q']`, keys "
+         "`source @ params['w_k']`, values `source @ params['w_v']`.")
+for _i, _w in enumerate([("w_q", "w_q", "w_v"), ("w_q", "w_k", "w_k"), ("w_q", "w_k", "w_q"),
+                         ("w_q", "w_v", "w_k")]):
+    mha_family.mistake("projection_wrong_weight", alternative=_i, weights=_w)
+
+
+# ------------------------------------------------------------------ layer norm
+
+@catalogue.family("layer_norm")
+def layer_norm_family(ref, x, gamma, beta, eps=1e-5, *, unbiased=False, eps_outside=False,
+                      fixed_eps=False, over="last"):
+    eps = x.dtype.type(1e-5 if fixed_eps else eps)
+    axes = {"last": (-1,), "tokens": (-2,), "batch": (0,), "all": None}[over]
+    mean = x.mean(axis=axes, keepdims=True)
+    var = x.var(axis=axes, keepdims=True, ddof=1 if unbiased else 0)
+    std = np.sqrt(var) + eps if eps_outside else np.sqrt(var + eps)
     return (x - mean) / std * gamma + beta
 
 
-@mistake("unbiased_variance", "layer_norm",
-         name="layer norm with the unbiased variance",
-         hint="Layer norm divides by n, not n - 1: use `x.var(axis=-1, keepdims=True)` (ddof=0, "
-              "the default), not `ddof=1`.")
-def _(ref, x, gamma, beta, eps=1e-5):
-    return _layer_norm(x, gamma, beta, eps, ddof=1)
+layer_norm_family.mistake(
+    "unbiased_variance", unbiased=True, name="layer norm with the unbiased variance",
+    hint="Layer norm divides by n, not n - 1: use `x.var(axis=-1, keepdims=True)` (ddof=0, "
+         "the default), not `ddof=1`.")
+layer_norm_family.mistake(
+    "eps_outside_sqrt", eps_outside=True, name="eps added outside the square root",
+    hint="Divide by `np.sqrt(var + eps)`, not `np.sqrt(var) + eps` (or `x.std() + eps`).")
+layer_norm_family.mistake(
+    "layer_norm_ignores_eps", fixed_eps=True, name="layer norm ignores its eps argument",
+    hint="Use the `eps` you are given, not a fixed 1e-5.")
+layer_norm_family.mistake(
+    "layer_norm_global_stats", over="all", name="layer norm statistics over every element",
+    hint="Normalise each token on its own: mean and variance over the last axis "
+         "(`axis=-1, keepdims=True`), not `x.mean()`.")
+layer_norm_family.mistake(
+    "layer_norm_wrong_axis", over="tokens",
+    name="layer norm statistics over the wrong axis (tokens or batch instead of features)",
+    hint="Layer norm normalises each token's feature vector: mean and variance over the last "
+         "axis (`axis=-1, keepdims=True`), not over the tokens (axis=-2 or 1) or the batch "
+         "(axis=0).")
+layer_norm_family.mistake("layer_norm_wrong_axis", alternative=1, over="batch")
+
+# Once some case needs both, they are named on every failing case they explain.
+catalogue.combination(("unbiased_variance", "eps_outside_sqrt"), "layer_norm")(
+    layer_norm_family.bind({"unbiased": True, "eps_outside": True}))
 
 
-@mistake("eps_outside_sqrt", "layer_norm",
-         name="eps added outside the square root",
-         hint="Divide by `np.sqrt(var + eps)`, not `np.sqrt(var) + eps` (or `x.std() + eps`).")
-def _(ref, x, gamma, beta, eps=1e-5):
-    return _layer_norm(x, gamma, beta, eps, outside=True)
+# ------------------------------------------------------------------ the transformer block
+
+def _gelu(t):
+    return 0.5 * t * (1 + np.vectorize(math.erf, otypes=[t.dtype])(t / math.sqrt(2)))
 
 
-@catalogue.combination(("unbiased_variance", "eps_outside_sqrt"), "layer_norm")
-def _(ref, x, gamma, beta, eps=1e-5):
-    return _layer_norm(x, gamma, beta, eps, ddof=1, outside=True)
+def _gelu_tanh(t):
+    c = t.dtype.type(math.sqrt(2 / math.pi))
+    return 0.5 * t * (1 + np.tanh(c * (t + t.dtype.type(0.044715) * t ** 3)))
+
+
+_ACTIVATIONS = {"relu": lambda t: np.maximum(t, 0), "gelu": _gelu, "gelu_tanh": _gelu_tanh,
+                "none": lambda t: t}
+
+
+@catalogue.family("transformer_block")
+def block_family(ref, x, params, n_heads, mask=None, *, norm="post", act="relu",
+                 attention_residual=True, ffn_residual=True, pass_mask=True):
+    """The reference block with knobs, as in the torch track's catalogue."""
+    def sublayer(h, f, gamma, beta, residual):
+        ln = lambda t: ref.layer_norm(t, params[gamma], params[beta])  # noqa: E731
+        if norm == "post":
+            y = f(h)
+            return ln(h + y if residual else y)
+        y = f(ln(h)) if norm == "pre" else ln(f(h))
+        return h + y if residual else y
+
+    def attend(h):
+        return ref.multi_head_attention(h, params, n_heads, mask if pass_mask else None)
+
+    def ffn(h):
+        return _ACTIVATIONS[act](h @ params["w1"] + params["b1"]) @ params["w2"] + params["b2"]
+
+    h = sublayer(x, attend, "ln1_gamma", "ln1_beta", attention_residual)
+    return sublayer(h, ffn, "ln2_gamma", "ln2_beta", ffn_residual)
+
+
+block_family.mistake(
+    "pre_norm", norm="pre", name="a pre-norm block instead of post-norm",
+    hint="This block is post-norm: `h = layer_norm(x + mha(x))`, then "
+         "`layer_norm(h + ffn(h))`, not `x + mha(layer_norm(x))`.")
+block_family.mistake(
+    "residual_after_norm", norm="after", name="the residual added after the layer norm",
+    hint="Add the residual first, then normalise the sum: `layer_norm(x + mha(x))`, not "
+         "`x + layer_norm(mha(x))`.")
+block_family.mistake(
+    "missing_ffn_residual", ffn_residual=False,
+    name="no residual connection around the feed-forward layer",
+    hint="Add h back before the second layer norm: `layer_norm(h + ffn(h))`.")
+block_family.mistake(
+    "missing_attention_residual", attention_residual=False,
+    name="no residual connection around the attention",
+    hint="Add x back before the first layer norm: `layer_norm(x + mha(x))`.")
+block_family.mistake(
+    "ffn_gelu", act="gelu", name="GELU instead of ReLU in the feed-forward layer",
+    hint="This block uses ReLU: `np.maximum(h @ w1 + b1, 0) @ w2 + b2`.")
+block_family.mistake("ffn_gelu", alternative=1, act="gelu_tanh")
+block_family.mistake(
+    "ffn_no_activation", act="none", name="no activation in the feed-forward layer",
+    hint="Apply ReLU between the two linear layers: `np.maximum(h @ w1 + b1, 0) @ w2 + b2`.")
+block_family.mistake(
+    "block_drops_mask", pass_mask=False, name="the block does not pass the mask to attention",
+    hint="Give `mask` to multi_head_attention inside the block.")
+
+
+# ------------------------------------------------------------------ any function
+
+catalogue.rule(
+    "float32_cast", when=lowered_precision,
+    name="float64 inputs converted to float32",
+    hint="Keep the input's dtype: no `.astype(np.float32)` or `dtype=np.float32`; new arrays "
+         "can take `dtype=x.dtype`.")
+
+catalogue.rule(
+    "float64_promotion", when=raised_precision,
+    name="float32 inputs promoted to float64",
+    hint="A float32 input must give a float32 result. A NumPy float64 scalar such as "
+         "`np.sqrt(d_k)` (or a float64 array) promotes the whole expression: use "
+         "`math.sqrt(d_k)`, a plain Python number, or create arrays with `dtype=x.dtype`.")
+
+catalogue.rule(
+    "inplace_input", when=changed_input,
+    name="an input modified in place",
+    hint="`x -= m`, `x[...] = ...` or `np.exp(x, out=x)` change the caller's array. Compute a "
+         "new array instead: `x = x - m`.")
+
+catalogue.rule(
+    "library_shortcut", when=forbidden_call,
+    name="the library version called instead of your own",
+    hint="This question asks you to write the operation from basic array operations.")
 
 
 # ------------------------------------------------------------------ when nothing else fits
 
 catalogue.fallback_rule(
-    "fixed_rank", when=fixed_rank, detail=fixed_rank_detail,
+    "fixed_rank", when=fixed_rank, detail=fixed_rank_detail, crashes=True,
     name="code written for one number of dimensions",
     hint="Every function must accept any number of leading dimensions, (T, d) as well as "
          "(B, T, d) or (B, H, T, d). Count axes from the end: `x.shape[-1]`, "
          "`np.swapaxes(k, -2, -1)`, `*lead, T, d = x.shape` (or `x.shape[:-1]`) instead of "
          "`B, T, d = x.shape`, and `x.reshape(*x.shape[:-1], n_heads, d_head)` instead of "
          "`reshape(B, T, H, D)`; `transpose` with a fixed order of axes such as (0, 2, 1) "
-         "only fits one rank.")
+         "and `.T` only fit one rank.")
 
 catalogue.fallback_rule(
     "mask_none_unhandled",
     functions=["scaled_dot_product_attention", "multi_head_attention", "transformer_block"],
-    when=none_unhandled("mask", 3),
+    when=none_unhandled("mask", 3), crashes=True,
     name="`mask=None` is not handled",
     hint="Every case without a mask fails while the masked ones run: with `mask=None`, skip "
          "the masking step (`if mask is not None: scores = np.where(mask, -np.inf, scores)`).")

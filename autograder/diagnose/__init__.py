@@ -30,6 +30,7 @@ The modules, by audience (everything public is importable from this package too)
 * `patterns`: for authors writing fallback rules: symptoms across a function's cases and at
   the student's failing line (fixed-rank code, an unhandled None, a constant factor, another
   axis).
+* `causes`: the bounded search for several mistakes that together explain a case.
 * `fallback`: combinations of two mistakes, and fallback rules when nothing else matches.
 * `evaluate`: for `autograder diagnose-eval`: the corpus evaluation.
 
@@ -39,11 +40,12 @@ This package imports torch; the class-level figures (`diagnoses`, `mistake_count
 from __future__ import annotations
 
 from ..results import diagnoses, mistake_counts
-from .catalogue import (Catalogue, Mistake, catalogue_for, catalogue_path, describe_mistakes,
+from .catalogue import (Catalogue, Family, Mistake, catalogue_for, catalogue_path, describe_mistakes,
                         load_catalogue)
 from .evaluate import NONE, Evaluation, evaluate, read_header
 from .session import KEPT_BYTES, RECORD_FACTOR, RECORD_FLOOR, Session, note_check, outcome_bytes
-from .symptoms import (CLOSER, INF, Evidence, Predicate, all_of, any_of, changed_input, distance,
+from .symptoms import (CLOSER, INF, Evidence, Predicate, all_of, any_of, as_tensor,
+                       changed_input, computed_in_float32, distance, raised_precision,
                        equals_expected_transposed, expected_dtype, explains, float32_rounding,
                        forbidden_call, gradient_cut, lowered_precision, mixed_precision_error,
                        nan_only_on_large_inputs, non_finite_where_expected_finite, not_,
@@ -57,10 +59,11 @@ __all__ = [
     # class-level figures (autograder.results)
     "diagnoses", "mistake_counts",
     # catalogue
-    "Catalogue", "Mistake", "catalogue_for", "catalogue_path", "describe_mistakes",
+    "Catalogue", "Family", "Mistake", "catalogue_for", "catalogue_path", "describe_mistakes",
     "load_catalogue",
     # symptoms and distances
-    "CLOSER", "INF", "Evidence", "Predicate", "all_of", "any_of", "changed_input", "distance",
+    "CLOSER", "INF", "Evidence", "Predicate", "all_of", "any_of", "as_tensor", "changed_input",
+    "computed_in_float32", "distance", "raised_precision",
     "equals_expected_transposed", "expected_dtype", "explains", "float32_rounding",
     "forbidden_call", "gradient_cut",
     "lowered_precision", "mixed_precision_error", "nan_only_on_large_inputs",

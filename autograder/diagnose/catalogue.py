@@ -24,7 +24,8 @@ class Mistake:
     name: str = ""
     hint: str = ""
     # Each alternative maps function names to mistaken implementations `impl(ref, *args, **kw)`,
-    # `ref` being the unmodified reference module. Any alternative may match.
+    # `ref.f` being the reference's `f` for the functions the alternative replaces and the
+    # variant module's for the others (variants.py, `_Ref`). Any alternative may match.
     alternatives: list[dict[str, Callable]] = field(default_factory=list)
     when: Predicate | None = None
     functions: tuple[str, ...] | None = None     # rules only: the functions it applies to
@@ -35,10 +36,46 @@ class Mistake:
     fallback: bool = False
     combines: tuple[str, ...] = ()
     detail: Callable | None = None      # Evidence -> str: this case's specifics, or ""
+    # For alternatives registered through a `Family`: {alternative: (family, settings)}, so
+    # that mistakes of one function can be combined (their settings merged) by the search for
+    # several causes (autograder.diagnose.causes).
+    settings: dict[int, tuple["Family", dict]] = field(default_factory=dict)
+    # Whether the mistake stops the code from running (an error), for the order in which
+    # several causes are listed: those come before mistakes in the values.
+    crashes: bool = False
 
     def text(self) -> str:
         """The line shown next to a failing case."""
         return f"likely mistake: {self.name}. {self.hint}"
+
+
+class Family:
+    """One function written with knobs: `impl(ref, *args, **kwargs, **settings)` computes the
+    function as the reference does with every setting at its default, and each mistake of the
+    family turns some knobs. Mistakes of one family that turn different knobs can be made
+    together: the search for several causes merges their settings into one call."""
+
+    def __init__(self, catalogue: "Catalogue", function: str, impl: Callable):
+        self.catalogue, self.function, self.impl = catalogue, function, impl
+
+    def bind(self, settings: dict) -> Callable:
+        impl, fixed = self.impl, dict(settings)
+
+        def call(ref, *args, **kwargs):
+            return impl(ref, *args, **kwargs, **fixed)
+
+        return call
+
+    def mistake(self, id: str, *, name: str | None = None, hint: str | None = None,
+                when: Predicate | None = None, alternative: int = 0,
+                questions: Iterable[str] | None = None, **settings) -> Mistake:
+        """Register the mistake `id` as this family with `settings`."""
+        self.catalogue.variant(id, self.function, name=name, hint=hint, when=when,
+                               alternative=alternative, questions=questions)(
+            self.bind(settings))
+        m = self.catalogue.mistakes[id]
+        m.settings[alternative] = (self, dict(settings))
+        return m
 
 
 class Catalogue:
@@ -84,6 +121,11 @@ class Catalogue:
 
         return register
 
+    def family(self, function: str) -> Callable[[Callable], Family]:
+        """Decorator: `impl(ref, *args, **kwargs, **settings)` is `function` with knobs; the
+        returned `Family` registers mistakes as settings of those knobs."""
+        return lambda impl: Family(self, function, impl)
+
     def describe(self, id: str, *, name: str, hint: str) -> Mistake:
         """Name a mistake whose variants are registered without a name (e.g. in a loop)."""
         return self._entry(id, name, hint, None)
@@ -99,12 +141,14 @@ class Catalogue:
 
     def fallback_rule(self, id: str, *, name: str, hint: str, when: Predicate,
                       detail: Callable | None = None, functions: Iterable[str] | None = None,
-                      questions: Iterable[str] | None = None) -> Mistake:
+                      questions: Iterable[str] | None = None, crashes: bool = False) -> Mistake:
         """A rule tried only when no other mistake explains a case; `when` and `detail` may
-        read the function's other cases (`ev.others`, see autograder.diagnose.fallback)."""
+        read the function's other cases (`ev.others`, see autograder.diagnose.fallback).
+        `crashes`: the mistake makes the code raise (listed first among several causes)."""
         m = self.rule(id, name=name, hint=hint, when=when, functions=functions,
                       questions=questions)
         m.fallback, m.detail = True, detail
+        m.crashes = crashes
         return m
 
     def combination(self, ids: Iterable[str], function: str, alternative: int = 0) -> Callable:

@@ -6,7 +6,9 @@ rules (`find_matches`) have had their say, this module tries, in order:
 1. combinations (`Catalogue.combination`): two mistakes made together, named together when
    their joint variant reproduces the case within tolerance and neither alone does;
 2. the single mistake `find_matches` found, when it is the only one;
-3. fallback rules (`Catalogue.fallback_rule`), only when nothing else matched: predicates that
+3. when none was found, the bounded search for several causes together
+   (`autograder.diagnose.causes`): the helpers' named mistakes plus the function's own;
+4. fallback rules (`Catalogue.fallback_rule`), only when nothing else matched: predicates that
    may also read the function's other cases in this submission (`ev.others`: which ranks ran,
    which failed and how) and the student's failing line. Exactly one must hold.
 
@@ -19,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .catalogue import Mistake
+from .causes import search
 from .symptoms import Evidence, distance
 
 if TYPE_CHECKING:
@@ -129,9 +132,18 @@ def _fallback(runner: "_Runner", record: "CheckRecord", others: list["CheckRecor
     return Named([m.id], text)
 
 
+def together(mistakes: list[Mistake]) -> str:
+    """The text naming several mistakes made together, in the order given."""
+    names = [m.name for m in mistakes]
+    listed = names[0] if len(names) == 1 else "; ".join(names[:-1]) + "; and " + names[-1]
+    return f"likely mistakes, all together: {listed}. " + " ".join(m.hint for m in mistakes)
+
+
 def decide(runner: "_Runner", record: "CheckRecord", found: list[Mistake], passed: dict,
-           others: list["CheckRecord"], helper: list["CheckRecord"] = ()) -> Named | None:
-    """The mistake(s) to name on this failing case, or None to leave the message alone."""
+           others: list["CheckRecord"], helper: list["CheckRecord"] = (),
+           named: dict[str, set[str]] | None = None) -> Named | None:
+    """The mistake(s) to name on this failing case, or None to leave the message alone.
+    `named`: {function: mistake ids already named on its failing cases in this submission}."""
     if record.got.get("status") in ("not_implemented", "memory") or record.far <= 1.0:
         return None
     combined = _combination(runner, record, found, passed, others)
@@ -140,5 +152,14 @@ def decide(runner: "_Runner", record: "CheckRecord", found: list[Mistake], passe
     if len(found) == 1:
         return Named([found[0].id], found[0].text())
     if found:
-        return None     # several known mistakes fit: say nothing rather than guess
+        # Several fit: one that reproduces the outcome within the tolerances beats those that
+        # only come much closer than the reference (adding a boolean mask comes close to not
+        # masking at all, and reproduces exactly only as itself). Otherwise say nothing.
+        exact = [m for m in found if m.alternatives and _within_tolerance(runner, m, record)]
+        if len(exact) == 1:
+            return Named([exact[0].id], exact[0].text())
+        return None
+    ids = search(runner, record, passed, named or {})
+    if ids:
+        return Named(ids, together([runner.catalogue.mistakes[i] for i in ids]))
     return _fallback(runner, record, others, list(helper))

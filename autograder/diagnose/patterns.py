@@ -52,6 +52,8 @@ _LINE_PATTERNS: list[tuple[re.Pattern, str]] = [
      "counts axes from the front (a positive axis such as 1 or 2)"),
     (re.compile(r"\.(view|reshape)\(\s*\(?\s*[A-Za-z_]"),
      "rebuilds the shape from sizes it took by position"),
+    (re.compile(r"\w\.T\b"),
+     "reverses every axis with `.T`, which swaps the last two only for 2-D arrays"),
     (re.compile(r"\bbmm\(|\beinsum\("),
      "uses an operation written for one number of dimensions (bmm, or einsum with fixed "
      "letters)"),
@@ -160,14 +162,24 @@ def none_unhandled(param: str, position: int) -> Callable[[Evidence], bool]:
         if err.get("type") not in ("TypeError", "AttributeError"):
             return False
         message, code = _error(ev)
-        if "nonetype" not in message and not re.search(rf"\b{re.escape(param)}\b", code):
+        uses = bool(re.search(rf"\b{re.escape(param)}\b", code))
+        if "nonetype" not in message and not uses:
             return False
         with_it = [r for r in getattr(ev, "others", ())
                    if _argument(r, param, position) is not None]
         without = [r for r in getattr(ev, "others", ())
                    if _argument(r, param, position) is None]
-        return any(r.got.get("status") == "ok" for r in with_it) and \
-            not any(r.got.get("status") == "ok" for r in without)
+        if any(r.got.get("status") == "ok" for r in without):
+            return False
+        if any(r.got.get("status") == "ok" for r in with_it):
+            return True
+        # The cases with the argument fail too (another mistake): then the message itself must
+        # say None was used, at a line that uses the argument, and the cases with it must fail
+        # elsewhere (another message or line), so that None is what this one is about.
+        if "nonetype" not in message or not uses:
+            return False
+        return bool(with_it) and all(_error(r)[0] != message or _error(r)[1] != code
+                                     for r in with_it if r.got.get("status") == "error")
 
     return check
 

@@ -36,8 +36,10 @@ class Session:
     def __exit__(self, *exc) -> None:
         _state.session = self._previous
 
-    def apply(self) -> None:
-        """Set `diagnosis` and `hint` on each failing case whose mistake is unambiguous."""
+    def apply(self, questions: dict | None = None) -> None:
+        """Set `diagnosis` and `hint` on each failing case whose mistake is unambiguous; with
+        the submission's `questions` (QuestionResults by id), also add to each question whose
+        cases name several causes a note listing them in the order to fix them."""
         if not self.failed:
             return
         try:
@@ -51,13 +53,17 @@ class Session:
                 _warned.add(message)
                 print(f"autograder: diagnosis disabled: {message}", file=sys.stderr)
             return
-        for record, case in self.failed:
+        # Helpers first (functions that call fewer of the others), so that a function's search
+        # for several causes knows what its helpers' cases were named.
+        failed = sorted(self.failed, key=lambda rc: len(runner.calls.get(rc[0].function, ())))
+        named: dict[str, set[str]] = {}
+        for record, case in failed:
             others = self._records(record.function)
             where = (record.got.get("error") or {}).get("function")
             helper = self._records(where) if where and where != record.function else []
             try:
                 found = find_matches(runner, record, self.passed)
-                named = decide(runner, record, found, self.passed, others, helper)
+                found_here = decide(runner, record, found, self.passed, others, helper, named)
             except Exception as e:  # noqa: BLE001 - never let diagnosis change a grade
                 key = f"{type(e).__name__}: {e}"
                 if key not in _warned:
@@ -65,9 +71,19 @@ class Session:
                     print(f"autograder: diagnosis of {record.function} failed: {key}",
                           file=sys.stderr)
                 continue
-            if named is not None:
-                case.diagnosis = named.ids
-                case.hint = named.text
+            if found_here is not None:
+                case.diagnosis = found_here.ids
+                case.hint = found_here.text
+                named.setdefault(record.function, set()).update(found_here.ids)
+        if questions:
+            try:
+                add_order_notes(catalogue, questions)
+            except Exception as e:  # noqa: BLE001 - a note never costs a submission its row
+                key = f"{type(e).__name__}: {e}"
+                if key not in _warned:
+                    _warned.add(key)
+                    print(f"autograder: ordering the named causes failed: {key}",
+                          file=sys.stderr)
 
     def _records(self, function: str) -> list[CheckRecord]:
         """Every check of `function` in this submission, passed and failed."""
@@ -105,3 +121,40 @@ def note_check(record: CheckRecord, passed: bool, case: Any = None) -> None:
         session.passed.setdefault(record.function, []).append(record)
     elif case is not None:
         session.failed.append((record, case))
+
+
+def add_order_notes(catalogue, questions: dict) -> None:
+    """A note on each question whose failing cases name two or more causes: all of them, in
+    the order to fix them. First the mistakes that make the code raise (until it runs, the other
+    cases say little), then the others in the catalogue's order (the order of the computation);
+    a mistake named in an earlier question (a helper's) comes before both, as fixing it there
+    changes what this question's cases show."""
+    order = {mid: n for n, mid in enumerate(catalogue.mistakes)}
+    first_question: dict[str, int] = {}
+    for n, q in enumerate(questions.values()):
+        for c in q.cases:
+            for mid in c.diagnosis or []:
+                first_question.setdefault(mid, n)
+    for n, q in enumerate(questions.values()):
+        counts: dict[str, int] = {}
+        sets = set()
+        for c in q.cases:
+            if c.diagnosis:
+                sets.add(tuple(c.diagnosis))
+            for mid in c.diagnosis or []:
+                counts[mid] = counts.get(mid, 0) + 1
+        if len(counts) < 2 or len(sets) < 2:
+            continue    # one cause, or every case names the same ones (its hint lists them)
+
+        def rank(mid: str) -> tuple:
+            m = catalogue.mistakes.get(mid)
+            earlier = first_question.get(mid, n) < n
+            return (not earlier, not (m is not None and m.crashes), order.get(mid, 0))
+
+        listed = []
+        for k, mid in enumerate(sorted(counts, key=rank), 1):
+            m = catalogue.mistakes.get(mid)
+            name = m.name if m is not None else mid
+            listed.append(f"{k}. {name} ({counts[mid]} case{'s' if counts[mid] != 1 else ''})")
+        q.notes.append("note: the failing cases here show " + str(len(counts)) +
+                       " causes; fix them in this order: " + "; ".join(listed))

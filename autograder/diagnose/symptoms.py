@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from ..checks import finite_float64, tolerance_for
-from ..sandbox.execute import iter_leaves, path_key
+from ..sandbox.execute import iter_arrays, iter_leaves, path_key
 
 Predicate = Callable[["Evidence"], bool]
 
@@ -30,9 +30,12 @@ class Evidence:
     large_inputs: bool
     tolerance: dict
 
-    def pairs(self, leaves: Callable = iter_leaves) -> list[tuple[Any, Any]]:
+    def pairs(self, leaves: Callable | None = None) -> list[tuple[Any, Any]]:
         """(expected value, the student's value at the same place or None) for each output
-        that `leaves` walks to: tensors by default, `iter_arrays` for NumPy arrays too."""
+        that `leaves` walks to: by default every array, NumPy arrays seen as tensors (so that
+        one predicate serves both tracks); `iter_arrays` keeps them as they are."""
+        if leaves is None:
+            return [(as_tensor(e), as_tensor(g)) for e, g in self.pairs(iter_arrays)]
         out = []
         for path, e in leaves(self.expected.get("output")):
             g = self.got.get("output")
@@ -47,11 +50,22 @@ class Evidence:
     def item(self, item: int | None) -> tuple[Any, Any]:
         e, g = self.expected.get("output"), self.got.get("output")
         if item is None:
-            return e, g
+            return as_tensor(e), as_tensor(g)
         try:
-            return e[item], g[item]
+            return as_tensor(e[item]), as_tensor(g[item])
         except (KeyError, IndexError, TypeError):
-            return e, None
+            return as_tensor(e), None
+
+
+def as_tensor(value: Any) -> Any:
+    """A NumPy array as a tensor sharing its memory (numbers and booleans only); anything else
+    as it is."""
+    if isinstance(value, np.ndarray):
+        try:
+            return torch.from_numpy(value)
+        except TypeError:       # object or string arrays: not comparable as numbers
+            return value
+    return value
 
 
 def _is_zero(g: Any) -> bool:
@@ -240,6 +254,41 @@ def lowered_precision(ev: Evidence) -> bool:
     """A float64 result came back in a lower floating-point precision."""
     return any(e.dtype == torch.float64 and isinstance(g, torch.Tensor) and g.is_floating_point()
                and g.dtype != torch.float64 for e, g in ev.pairs())
+
+
+def raised_precision(ev: Evidence) -> bool:
+    """A float32 result came back as float64 (a float64 constant such as NumPy's `np.sqrt` of
+    a number entered float32 maths, or the input was converted)."""
+    return any(e.dtype == torch.float32 and isinstance(g, torch.Tensor)
+               and g.dtype == torch.float64 for e, g in ev.pairs())
+
+
+def computed_in_float32(ev: Evidence) -> bool:
+    """A float64 result whose every value is a float32 number, while the expected one's are
+    not, and that are right to float32's precision: the inputs (or the whole computation) went
+    through float32 and the result was cast back, rather than one float32 constant entering
+    float64 maths."""
+    pairs = [(e, g) for e, g in ev.pairs() if isinstance(e, torch.Tensor)
+             and e.dtype == torch.float64 and isinstance(g, torch.Tensor)
+             and g.dtype == torch.float64 and g.shape == e.shape and g.numel() >= 4]
+    if not pairs:
+        return False
+
+    def in_float32(t: torch.Tensor) -> bool:
+        t = t.detach()
+        finite = torch.isfinite(t)
+        return bool((t[finite].float().double() == t[finite]).all())
+
+    def close(e: torch.Tensor, g: torch.Tensor) -> bool:
+        # Right to float32's precision: a float32 computation, not another mistake in float32.
+        xe, xg = finite_float64(e), finite_float64(g)
+        if xe is None or xg is None or not xe.size:
+            return False
+        scale = float(np.abs(xe).max())
+        return scale > 0 and float(np.abs(xg - xe).max()) <= 1e-4 * scale
+
+    return all(in_float32(g) and close(e, g) for e, g in pairs) and \
+        not all(in_float32(e) for e, _ in pairs)
 
 
 # float32 keeps 24 bits: one rounding to float32 leaves a relative error of at most 2**-24. A

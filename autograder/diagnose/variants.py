@@ -84,6 +84,22 @@ def _reference_code(path: str) -> tuple[types.CodeType, dict[str, frozenset[str]
     return compile(source, path, "exec"), calls
 
 
+class _Ref:
+    """What a mistaken implementation sees as `ref`: the reference's version of each function
+    it replaces (so that `ref.f` inside the variant of `f` is the right `f`), and the variant
+    module's version of every other function, so that a mistake in a helper, replaced in the
+    same module (a combination of causes), reaches the callers that the variant computes."""
+
+    def __init__(self, module: types.ModuleType, reference: types.ModuleType,
+                 replaced: frozenset[str]):
+        self._module, self._reference, self._replaced = module, reference, replaced
+
+    def __getattr__(self, name: str) -> Any:
+        if name in self._replaced:
+            return getattr(self._reference, name)
+        return getattr(self._module, name)
+
+
 class _Runner:
     """Runs a catalogue's variants on recorded inputs, caching outcomes across submissions."""
 
@@ -110,8 +126,10 @@ class _Runner:
             module = types.ModuleType(f"_reference_with_{mistake.id}_{index}")
             module.__file__ = self.path
             exec(self.code, module.__dict__)
-            for name, impl in mistake.alternatives[index].items():
-                module.__dict__[name] = functools.partial(impl, self.reference)
+            replaced = mistake.alternatives[index]
+            ref = _Ref(module, self.reference, frozenset(replaced))
+            for name, impl in replaced.items():
+                module.__dict__[name] = functools.partial(impl, ref)
             with _lock:
                 module = self._modules.setdefault(key, module)
         return module

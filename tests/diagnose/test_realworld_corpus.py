@@ -53,6 +53,15 @@ def test_corpus_covers_both_tracks_and_every_class():
     causes = set().union(*(expected_causes(read_header(p)) for p in REALWORLD))
     assert {"fixed_rank", "mask_none_unhandled", "unbiased_variance", "eps_outside_sqrt",
             "off_by_constant_factor", "softmax_fixed_axis"} <= causes
+    # The beginner mistakes the lessons invite, and several causes in one file, in both tracks.
+    for track in ("attention", "attention_numpy"):
+        mine = set().union(*(expected_causes(read_header(p)) for p in REALWORLD
+                             if _track(p) == track))
+        assert {"projection_wrong_weight", "scale_by_d_model", "scale_after_softmax",
+                "layer_norm_wrong_axis", "residual_after_norm", "mask_added", "pre_norm",
+                "ffn_gelu"} <= mine, track
+        assert any(len(expected_causes(read_header(p)) - {"fixed_rank"}) >= 2
+                   for p in REALWORLD if _track(p) == track), track
 
 
 @pytest.mark.parametrize("path", REALWORLD, ids=lambda p: p.stem)
@@ -135,6 +144,7 @@ def test_mask_none_and_constant_factor_hints(graded):
     ("scores = q @ k.transpose(1, 2)", True), ("x = x.permute(0, 2, 1, 3)", True),
     ("y = y.view(B, T, C)", True), ("s = torch.bmm(q, k)", True),
     ("m = torch.max(x, 1, keepdim=True)[0]", True), ("x.transpose(0, 2, 1)", True),
+    ("scores = Q @ K.T / math.sqrt(d)", True), ("w = weights.Transpose()", False),
     ("scores = q @ k.transpose(-2, -1)", False), ("*lead, T, d = x.shape", False),
     ("x.reshape(*x.shape[:-1], n_heads, d_head)", False), ("e.sum(dim=-1, keepdim=True)", False),
 ])

@@ -2,7 +2,7 @@
 # loses: attention, mask, multi_head, block
 # keeps: softmax, split_heads
 # hint: shape
-# diagnosis: key_dot_T
+# diagnosis: key_dot_T, fixed_rank
 import math
 
 import torch

@@ -1,8 +1,8 @@
-# mistake: attention scales by the square root of the value size (v.shape[-1]) instead of the key size, which only differs when d_v != d_k (not in the catalogue: no mistake should be named)
+# mistake: attention scales by the square root of the value size (v.shape[-1]) instead of the key size, which only differs when d_v != d_k
 # loses: attention, mask
 # keeps: softmax, split_heads, multi_head, block
 # hint: scale
-# diagnosis: none
+# diagnosis: scale_by_dv
 import torch
 import torch.nn.functional as F
 

@@ -2,6 +2,7 @@
 # loses: attention, mask, multi_head, block
 # keeps: softmax, split_heads, concepts
 # hint: shape
+# diagnosis: key_dot_T, fixed_rank
 import math
 
 import numpy as np

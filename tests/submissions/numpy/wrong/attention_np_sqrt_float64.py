@@ -2,6 +2,7 @@
 # loses: attention, mask, multi_head, block
 # keeps: softmax, split_heads, concepts
 # hint: dtype
+# diagnosis: float64_promotion
 import math
 
 import numpy as np

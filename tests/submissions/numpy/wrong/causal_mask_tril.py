@@ -2,6 +2,7 @@
 # loses: mask
 # keeps: softmax, attention, split_heads, multi_head, block, concepts
 # hint: values
+# diagnosis: mask_inverted
 import math
 
 import numpy as np

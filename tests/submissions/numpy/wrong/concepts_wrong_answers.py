@@ -2,6 +2,7 @@
 # loses: concepts
 # keeps: softmax, attention, mask, split_heads, multi_head, block
 # hint: answer
+# diagnosis: none
 import math
 
 import numpy as np

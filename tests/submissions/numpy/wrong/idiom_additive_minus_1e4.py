@@ -2,6 +2,7 @@
 # loses: mask
 # keeps: softmax, attention, split_heads, multi_head, block, concepts
 # hint: values
+# diagnosis: mask_fill_too_small
 """Early-BERT style additive mask, in NumPy: scores + mask * -10000.0. Fine for small scores;
 a bias of -1e4 does not block a position whose score is 1e4 above the others."""
 import math

@@ -2,6 +2,7 @@
 # loses: block
 # keeps: softmax, attention, mask, split_heads, multi_head, concepts
 # hint: values
+# diagnosis: unbiased_variance
 import math
 
 import numpy as np

@@ -2,6 +2,7 @@
 # loses: multi_head
 # keeps: softmax, attention, mask, split_heads, block, concepts
 # hint: values
+# diagnosis: ignores_context
 import math
 
 import numpy as np

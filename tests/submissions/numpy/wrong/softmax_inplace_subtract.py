@@ -2,6 +2,7 @@
 # loses: softmax
 # keeps: attention, mask, split_heads, multi_head, block, concepts
 # hint: in place
+# diagnosis: inplace_input
 import math
 
 import numpy as np

@@ -2,6 +2,7 @@
 # loses: softmax, attention, mask
 # keeps: split_heads, multi_head, block, concepts
 # hint: nan
+# diagnosis: softmax_no_max
 import math
 
 import numpy as np

@@ -2,6 +2,7 @@
 # loses: softmax
 # keeps: attention, mask, split_heads, multi_head, block, concepts
 # hint: forbidden
+# diagnosis: library_shortcut
 import math
 
 import numpy as np

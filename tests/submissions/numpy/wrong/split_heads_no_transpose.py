@@ -2,6 +2,7 @@
 # loses: split_heads, multi_head, block
 # keeps: softmax, attention, mask, concepts
 # hint: values
+# diagnosis: split_no_transpose
 import math
 
 import numpy as np

@@ -1,0 +1,70 @@
+# assignment: attention_numpy
+# mistake: the block adds the residual after normalising each sub-layer's output: x + norm(attention(x))
+# loses: block
+# keeps: softmax, attention, mask, split_heads, multi_head, concepts
+# diagnosis: residual_after_norm
+
+"""Transformer encoder layer in NumPy."""
+import math
+
+import numpy as np
+
+
+def softmax(x, axis=-1):
+    x = x - x.max(axis=axis, keepdims=True)
+    e = np.exp(x)
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def causal_mask(T):
+    return np.triu(np.ones((T, T), dtype=bool), 1)
+
+
+def scaled_dot_product_attention(q, k, v, mask=None):
+    d_k = q.shape[-1]
+    scores = q @ np.swapaxes(k, -2, -1) / math.sqrt(d_k)
+    if mask is not None:
+        scores = np.where(mask, -np.inf, scores)
+    weights = softmax(scores, axis=-1)
+    return weights @ v, weights
+
+
+def split_heads(x, n_heads):
+    *lead, T, d_model = x.shape
+    x = x.reshape(*lead, T, n_heads, d_model // n_heads)
+    return np.swapaxes(x, -3, -2)
+
+
+def merge_heads(x):
+    *lead, n_heads, T, d_head = x.shape
+    return np.swapaxes(x, -3, -2).reshape(*lead, T, n_heads * d_head)
+
+
+def multi_head_attention(x, params, n_heads, mask=None, context=None):
+    source = x if context is None else context
+    Q = split_heads(x @ params["w_q"], n_heads)
+    K = split_heads(source @ params["w_k"], n_heads)
+    V = split_heads(source @ params["w_v"], n_heads)
+    out, _ = scaled_dot_product_attention(Q, K, V, mask)
+    return merge_heads(out) @ params["w_o"]
+
+
+def layer_norm(x, gamma, beta, eps=1e-5):
+    mean = x.mean(axis=-1, keepdims=True)
+    var = x.var(axis=-1, keepdims=True)
+    return (x - mean) / np.sqrt(var + eps) * gamma + beta
+
+
+def transformer_block(x, params, n_heads, mask=None):
+    attn = multi_head_attention(x, params, n_heads, mask)
+    x = x + layer_norm(attn, params["ln1_gamma"], params["ln1_beta"])
+    hidden = np.maximum(0, x @ params["w1"] + params["b1"])
+    out = hidden @ params["w2"] + params["b2"]
+    return x + layer_norm(out, params["ln2_gamma"], params["ln2_beta"])
+
+head_weights_shape_6_tokens = (6, 6)
+table_growth_when_tokens_double = 4
+head_size_512_dims_8_heads = 512 // 8
+weights_per_head_196_patches = 196 ** 2
+weights_row_sum = 1.0
+shuffling_changes_more_than_order = False
