@@ -10,8 +10,14 @@ import time
 MAX_SOURCE_CHARS = 1024 * 1024      # checked before parsing: parsing alone costs ~1 s per MiB
 MAX_NODES = 100_000                 # syntax nodes in the module (all cells of a notebook)
 MAX_CPU_SECONDS = 3.0               # CPU time of parsing and analysing, from the first call
-MAX_SNIPPET_CHARS = 100_000          # one constant string run by exec()/eval()
-CHECK_EVERY = 1024                  # nodes between two looks at the clock
+MAX_SNIPPET_CHARS = 100_000         # one constant string run by exec()/eval()
+# Characters produced by constant folding over the whole scan: each folded value is at most
+# `folding.MAX_FOLDED_CHARS`, and honest files fold a few hundred characters of names.
+MAX_FOLDED_TOTAL = 2_000_000
+# Steps between two looks at the clock. Every step is bounded work (a node, a fold of at most
+# `folding.MAX_FOLDED_CHARS` characters, a name lookup), so the clock is never far behind; a
+# look costs about a microsecond, a step a few.
+CHECK_EVERY = 64
 
 
 class ScanCutShort(Exception):
@@ -27,6 +33,7 @@ class Budget:
         self.start = time.process_time()
         self.nodes = 0
         self.steps = 0
+        self.folded_chars = 0
 
     @staticmethod
     def check_size(chars: int) -> None:
@@ -47,6 +54,13 @@ class Budget:
         self.steps += 1
         if self.steps % CHECK_EVERY == 0:
             self.check_time()
+
+    def folded(self, chars: int) -> None:
+        """Constant folding produced `chars` more characters."""
+        self.folded_chars += chars
+        if self.folded_chars > MAX_FOLDED_TOTAL:
+            raise ScanCutShort(f"more than {MAX_FOLDED_TOTAL:,} characters of constant strings "
+                               "built by the source")
 
     def check_time(self) -> None:
         if time.process_time() - self.start > self.cpu_seconds:

@@ -7,7 +7,8 @@ from __future__ import annotations
 import ast
 from typing import Iterable
 
-from .folding import fold
+from .dead_code import DeadCode
+from .folding import Folder
 from .budget import Budget
 from .model import BUILTIN_NAMES, Collector, Scope, declarations
 from .vocabulary import DYNAMIC_IMPORTS, FD_SOURCES, MAX_DEPTH, MAX_VALUES
@@ -20,7 +21,9 @@ class Analysis:
 
     def __init__(self, tree: ast.Module, budget: Budget | None = None):
         self.budget = budget if budget is not None else Budget()
-        c = Collector(declarations(tree, self.budget), self.budget)
+        self.fold = Folder(self.budget)
+        c = Collector(declarations(tree, self.budget), self.budget, self.fold,
+                      DeadCode(tree, self.fold, self.budget))
         self.module = c.new_scope("module", tree, None)
         for stmt in tree.body:
             c.link(tree, stmt)
@@ -118,7 +121,7 @@ class Analysis:
     def _value(self, node: ast.AST, scope: Scope, depth: int) -> set:
         d = depth + 1
         if isinstance(node, (ast.BinOp, ast.JoinedStr, ast.Call, ast.Subscript)):
-            folded = fold(node)
+            folded = self.fold(node)
             if isinstance(folded, str):
                 return {("const", folded)}
         if isinstance(node, ast.Name):
@@ -132,7 +135,7 @@ class Analysis:
             return self._call(node, scope, d)
         if isinstance(node, ast.Subscript):
             base = self.value(node.value, scope, d)
-            key = fold(node.slice)
+            key = self.fold(node.slice)
             out = set()
             for v in base:
                 if v[0] == "dict" and isinstance(key, str):
@@ -165,14 +168,14 @@ class Analysis:
             return set(self.value(node.value, scope, d))
         if isinstance(node, ast.Lambda):
             return {("user", self._scope_of_node(node))}
-        folded = fold(node)
+        folded = self.fold(node)
         if folded is not None:
             return {("const", folded)}
         return {UNKNOWN}
 
     def _names(self, node: ast.AST, scope: Scope, d: int) -> list[str] | None:
         """The constant strings an expression can be (a literal, or names bound to them)."""
-        folded = fold(node)
+        folded = self.fold(node)
         if isinstance(folded, str):
             return [folded]
         values = self.value(node, scope, d)
@@ -200,7 +203,7 @@ class Analysis:
                     else:
                         out |= {("dyn", v[1]) if v[0] == "lib" else UNKNOWN for v in base}
                 elif path in DYNAMIC_IMPORTS and args:
-                    name = fold(args[0])
+                    name = self.fold(args[0])
                     if isinstance(name, str):
                         full = path == "importlib.import_module" or any(
                             k.arg == "fromlist" for k in node.keywords) or len(args) >= 4
@@ -215,14 +218,14 @@ class Analysis:
                               "torch.vmap", "torch.func.vmap") and args:
                     out |= self.value(args[0], scope, d)
                 elif path in ("operator.attrgetter", "operator.methodcaller") and args:
-                    name = fold(args[0])
+                    name = self.fold(args[0])
                     out.add(("attr", name) if isinstance(name, str) else UNKNOWN)
                 elif path in FD_SOURCES or path.endswith(".fileno"):
                     out.add(("fd",))
                 else:
                     out.add(("libcall", path))
             elif kind == "dictget" and args:
-                name = fold(args[0])
+                name = self.fold(args[0])
                 if isinstance(name, str):
                     out.add(("lib", name if f[1] == "sys.modules" else f"{f[1]}.{name}"))
             elif kind == "user" and self.scopes[f[1]].kind == "class":
@@ -237,7 +240,7 @@ class Analysis:
         if isinstance(node.func, ast.Attribute) and node.func.attr in ("get", "__getitem__") \
                 and args:
             base = self.value(node.func.value, scope, d)
-            name = fold(args[0])
+            name = self.fold(args[0])
             if ("lib", "sys.modules") in base and isinstance(name, str):
                 out.add(("lib", name))
         return out
