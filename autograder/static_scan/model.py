@@ -123,7 +123,7 @@ class Collector:
                         inner.bindings[a.arg] = [("instance", inner.self_of.index)]
                     else:
                         d = defaults.get(a.arg)
-                        inner.bindings[a.arg] = [("param", d, scope.index)]
+                        inner.bindings[a.arg] = [("param", d, scope.index, inner.index, a.arg)]
                 if isinstance(node, ast.Lambda):
                     self.link(node, node.body)
                     stack.append((inner, node.body, False))

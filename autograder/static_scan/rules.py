@@ -11,9 +11,9 @@ from .model import Scope
 from .shortcuts import disables_function_modes
 from .values import Analysis
 from .vocabulary import (CALL_RULE_ROOTS, CODEGEN, DECOMPOSITION_PREFIXES, DYNAMIC_IMPORTS,
-                         ENGINE_ROOTS, FD_FUNCTIONS, FD_PATH, FRAME_ATTRIBUTES, FRAME_FUNCTIONS,
-                         GC_SCANS, HARMLESS_STORES, NATIVE_ROOTS, SENSITIVE_ROOTS, Finding,
-                         code_text, line_of, root_of)
+                         ENGINE_ROOTS, ENGINE_STORE, FD_FUNCTIONS, FD_PATH, FRAME_ATTRIBUTES,
+                         FRAME_FUNCTIONS, GC_SCANS, HARMLESS_STORES, NATIVE_ROOTS,
+                         SENSITIVE_ROOTS, Finding, code_text, line_of, root_of)
 
 def _is_chain_inner(node: ast.AST, parents: dict[int, ast.AST]) -> bool:
     parent = parents.get(id(node))
@@ -81,12 +81,23 @@ def _store_rule(a: Analysis, scope: Scope, target: ast.AST, line: int) -> None:
         path = None
         if v[0] == "lib" and attr is not None:
             path = f"{v[1]}.{attr}"
+        elif v == ("lib", "sys.modules") and isinstance(target, ast.Subscript):
+            key = a.fold(target.slice)      # the module replaced, when the key is constant
+            path = key if isinstance(key, str) else v[1]
         elif v[0] == "dict" or v == ("lib", "builtins") or v == ("lib", "sys.modules"):
             path = v[1]
         if path and not path.startswith(HARMLESS_STORES):
-            scope.tamper.append(Finding("tamper", "patch", line, code_text(target),
-                                        why=f"replaces `{path}` in a module the grader uses"))
+            scope.tamper.append(_patch_finding(path, line, code_text(target)))
             return
+
+
+def _patch_finding(path: str, line: int, code: str) -> Finding:
+    """A store into a library module is a doubt; into the engine's own modules it is proof."""
+    if root_of(path) in ENGINE_ROOTS:
+        return Finding("tamper", ENGINE_STORE, line, code,
+                       why=f"replaces `{path}` in the grader's own code")
+    return Finding("tamper", "patch", line, code,
+                   why=f"replaces `{path}` in a module the grader uses")
 
 
 def _value_rules(a: Analysis, scope: Scope, node: ast.AST, values: frozenset,
@@ -184,9 +195,7 @@ def _call_rules(a: Analysis, scope: Scope, node: ast.Call, line: int) -> None:
                     name = a.fold(node.args[1]) if len(node.args) > 1 else None
                     full = f"{v[1]}.{name}" if isinstance(name, str) else v[1]
                     if not full.startswith(HARMLESS_STORES):
-                        scope.tamper.append(Finding(
-                            "tamper", "patch", line, code_text(node),
-                            why=f"replaces `{full}` in a module the grader uses"))
+                        scope.tamper.append(_patch_finding(full, line, code_text(node)))
                         break
         if path == "os.closerange":
             scope.tamper.append(Finding("tamper", "channel", line, code_text(node),

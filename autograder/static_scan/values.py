@@ -37,6 +37,10 @@ class Analysis:
         self._expr_memo: dict[int, frozenset] = {}
         self._name_memo: dict[tuple[int, str], frozenset] = {}
         self._busy: set = set()
+        # Graded function -> the contract's parameter names (the grader passes only those).
+        self.contracts: dict[str, list[str]] = {}
+        self.graded: set[str] = set()
+        self._uses: dict[str, list[tuple[ast.Name, Scope]]] | None = None
 
     # -- values
     def lookup(self, scope: Scope, name: str) -> list[tuple] | None:
@@ -80,15 +84,85 @@ class Analysis:
                 out |= {v for v in self.value(b[1], self.scopes[b[2]], depth + 1)
                         if v[0] != "container"}
             elif kind == "param":
-                out.add(UNKNOWN)
-                if b[1] is not None:
-                    out |= self.value(b[1], self.scopes[b[2]], depth + 1)
+                known = self._param_values(self.scopes[b[3]], b[4], b[1], self.scopes[b[2]],
+                                           depth + 1)
+                if known is None:
+                    out.add(UNKNOWN)
+                    if b[1] is not None:
+                        out |= self.value(b[1], self.scopes[b[2]], depth + 1)
+                else:
+                    out |= known
             else:
                 out.add(UNKNOWN)
         self._busy.discard(key)
         result = self._cap(out)
         self._name_memo[key] = result
         return result
+
+    def _param_values(self, fn: Scope, name: str, default: ast.AST | None, outer: Scope,
+                      depth: int) -> set | None:
+        """Every value a parameter of a module-level function can have, when all its callers
+        are known: the calls in this module (code that runs when graded) and, for a graded
+        function, the grader, which passes only the contract's parameters (a parameter of the
+        student's own, `activation="relu"`, keeps its default). None when a caller is unknown
+        (the function is passed around, decorated, called with `*args`...)."""
+        node = fn.node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or \
+                node.decorator_list or fn.parent is not self.module:
+            return None
+        args = node.args
+        positional = [a.arg for a in args.posonlyargs + args.args]
+        if name not in positional and name not in [a.arg for a in args.kwonlyargs]:
+            return None                 # *args, **kwargs
+        contract = self.contracts.get(node.name)
+        if contract is None and node.name in self.graded:
+            return None                 # called by the grader, with parameters not known here
+        if contract is not None:
+            index = positional.index(name) if name in positional else len(contract)
+            if name in contract or index < len(contract):
+                return None             # the grader passes it
+        sites = self._call_sites(node.name, fn.index)
+        if sites is None:
+            return None
+        out: set = set()
+        for call, scope in sites:
+            if any(isinstance(a, ast.Starred) for a in call.args) or \
+                    any(k.arg is None for k in call.keywords):
+                return None
+            passed = None
+            if name in positional and positional.index(name) < len(call.args):
+                passed = call.args[positional.index(name)]
+            for k in call.keywords:
+                if k.arg == name:
+                    passed = k.value
+            if passed is None:
+                if default is None:
+                    return None
+                continue
+            out |= self.value(passed, scope, depth)
+        if default is not None:
+            out |= self.value(default, outer, depth)
+        return out or None
+
+    def _call_sites(self, name: str, index: int) -> list[tuple[ast.Call, Scope]] | None:
+        """The calls `name(...)` that reach the function of scope `index`, or None when the
+        function is also used otherwise (passed as a value, stored, returned)."""
+        if self._uses is None:
+            self._uses = {}
+            for s in self.scopes:
+                for n in s.nodes:
+                    if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+                        self._uses.setdefault(n.id, []).append((n, s))
+        sites = []
+        for n, s in self._uses.get(name, []):
+            self.budget.step()
+            if ("user", index) not in (self.lookup(s, name) or []):
+                continue
+            parent = self.parents.get(id(n))
+            if not (isinstance(parent, ast.Call) and parent.func is n):
+                return None
+            sites.append((parent, s))
+        return sites
 
     @staticmethod
     def _cap(values: set) -> frozenset:
