@@ -50,9 +50,13 @@ class ScanResult:
     """What the scan found, and which graded function reaches which finding."""
 
     def __init__(self, analysis: Analysis | None, api: Sequence[str],
-                 cut_short: str | None = None):
+                 cut_short: str | None = None, budget: Budget | None = None):
         self._a = analysis
         self.api = list(api)
+        # The work the scan did, counted (syntax nodes, steps, folded characters): what its
+        # cost is bounded by, whatever the clock of a loaded machine says.
+        self.work = {"nodes": budget.nodes, "steps": budget.steps,
+                     "folded_chars": budget.folded_chars} if budget is not None else {}
         # Why the scan stopped before the end (the source is over its budget), or None: then
         # nothing was checked, and the row is flagged for review (`integrity`).
         self.cut_short = cut_short
@@ -187,9 +191,10 @@ def scan_source(sources: str | Sequence[str], api: Sequence[str] = (),
         analysis.graded = set(api)
         analyse(analysis)
     except ScanCutShort as e:
-        return ScanResult(None, api, cut_short=str(e))
+        return ScanResult(None, api, cut_short=str(e), budget=budget)
     except RecursionError:
-        return ScanResult(None, api, cut_short="expressions nested too deeply to analyse")
+        return ScanResult(None, api, cut_short="expressions nested too deeply to analyse",
+                          budget=budget)
     except MemoryError:
-        return ScanResult(None, api, cut_short="too large to analyse in memory")
-    return ScanResult(analysis, api)
+        return ScanResult(None, api, cut_short="too large to analyse in memory", budget=budget)
+    return ScanResult(analysis, api, budget=budget)

@@ -6,10 +6,17 @@ from __future__ import annotations
 
 import time
 
-# Far above any honest exercise file (a few thousand nodes, tens of KiB), far below 2 MiB.
-MAX_SOURCE_CHARS = 1024 * 1024      # checked before parsing: parsing alone costs ~1 s per MiB
+# Far above any honest exercise file (a few thousand nodes, tens of KiB: the largest file of
+# the corpora is 14 KiB), far below the 2 MiB a submission may have. Parsing is the one step
+# that cannot be interrupted (about 1 to 2 s of CPU per MiB of dense code), so the source's
+# length is checked before it: 256 KiB parse in a few tenths of a second.
+MAX_SOURCE_CHARS = 256 * 1024
 MAX_NODES = 100_000                 # syntax nodes in the module (all cells of a notebook)
-MAX_CPU_SECONDS = 3.0               # CPU time of parsing and analysing, from the first call
+# Units of work in all (nodes, folds, lookups, call sites): honest files take under 3 per node.
+MAX_STEPS = 10 * MAX_NODES
+# CPU time of parsing and analysing, from the first call: a backstop behind the counted limits
+# (nodes, steps, folded characters), which bound the work on any machine.
+MAX_CPU_SECONDS = 2.0
 MAX_SNIPPET_CHARS = 100_000         # one constant string run by exec()/eval()
 # Characters produced by constant folding over the whole scan: each folded value is at most
 # `folding.MAX_FOLDED_CHARS`, and honest files fold a few hundred characters of names.
@@ -53,6 +60,8 @@ class Budget:
         """One more unit of work; every CHECK_EVERY of them, a look at the clock."""
         self.steps += 1
         if self.steps % CHECK_EVERY == 0:
+            if self.steps > MAX_STEPS:
+                raise ScanCutShort(f"more than {MAX_STEPS:,} steps of analysis")
             self.check_time()
 
     def folded(self, chars: int) -> None:

@@ -91,7 +91,15 @@ class DeadCode:
     """Which branch of an `if`/`while` can never run when the file is graded."""
 
     def __init__(self, tree: ast.AST, fold: Folder, budget: Budget):
-        self.main_guard_holds = not can_change_own_name(tree, fold, budget)
+        self._tree, self._fold, self._budget = tree, fold, budget
+        self._holds: bool | None = None
+
+    @property
+    def main_guard_holds(self) -> bool:
+        """Whether a `__main__` block is dead code here (looked at once, when one is met)."""
+        if self._holds is None:
+            self._holds = not can_change_own_name(self._tree, self._fold, self._budget)
+        return self._holds
 
     def dead_field(self, node: ast.AST) -> str | None:
         """"body" or "orelse" for the branch of `node` that never runs, else None."""
@@ -99,10 +107,7 @@ class DeadCode:
             return None
         if _is_false_constant(node.test):
             return "body"
-        if isinstance(node, ast.If) and self.main_guard_holds:
-            main = _main_comparison(node.test)
-            if main is True:
-                return "body"
-            if main is False:
-                return "orelse"
+        main = _main_comparison(node.test) if isinstance(node, ast.If) else None
+        if main is not None and self.main_guard_holds:
+            return "body" if main else "orelse"
         return None

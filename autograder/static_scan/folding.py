@@ -59,10 +59,12 @@ class Folder:
             return None
         self.budget.step()
         value = self._fold(node, depth)
-        if isinstance(value, (str, bytes)):
+        # A constant as written costs nothing (the source's size is bounded); a built one is
+        # under the cap by construction and counted.
+        if isinstance(value, (str, bytes)) and not isinstance(node, ast.Constant):
             if len(value) > MAX_FOLDED_CHARS:
                 value = None
-            elif not isinstance(node, ast.Constant):
+            else:
                 self.budget.folded(len(value))
         self._memo[key] = value
         return value

@@ -41,6 +41,7 @@ class Analysis:
         self.contracts: dict[str, list[str]] = {}
         self.graded: set[str] = set()
         self._uses: dict[str, list[tuple[ast.Name, Scope]]] | None = None
+        self._sites: dict[tuple[str, int], list | None] = {}
 
     # -- values
     def lookup(self, scope: Scope, name: str) -> list[tuple] | None:
@@ -126,6 +127,7 @@ class Analysis:
             return None
         out: set = set()
         for call, scope in sites:
+            self.budget.step()
             if any(isinstance(a, ast.Starred) for a in call.args) or \
                     any(k.arg is None for k in call.keywords):
                 return None
@@ -147,6 +149,9 @@ class Analysis:
     def _call_sites(self, name: str, index: int) -> list[tuple[ast.Call, Scope]] | None:
         """The calls `name(...)` that reach the function of scope `index`, or None when the
         function is also used otherwise (passed as a value, stored, returned)."""
+        if (name, index) in self._sites:
+            return self._sites[(name, index)]
+        self._sites[(name, index)] = None      # while being computed (and if it escapes)
         if self._uses is None:
             self._uses = {}
             for s in self.scopes:
@@ -162,6 +167,7 @@ class Analysis:
             if not (isinstance(parent, ast.Call) and parent.func is n):
                 return None
             sites.append((parent, s))
+        self._sites[(name, index)] = sites
         return sites
 
     @staticmethod
