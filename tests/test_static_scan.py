@@ -551,7 +551,8 @@ SHORTCUT_FILES = {"softmax_calls_torch_softmax.py": {"softmax"},
 def test_no_false_findings_on_the_corpora(path: Path):
     name = "attention_numpy" if "numpy" in str(path.relative_to(ROOT)) else "attention"
     lists = _forbidden_lists(name)
-    result = scan_source(path.read_text(), list(lists))
+    contracts = {fn: sig.params for fn, sig in load_assignment(name).api.items()}
+    result = scan_source(path.read_text(), list(lists), contracts)    # as the grader does
     assert result.tamper == [] and result.review == []
     flagged = {fn for fn, entries in lists.items() if result.forbidden(fn, entries)}
     assert flagged == SHORTCUT_FILES.get(path.name, set())
