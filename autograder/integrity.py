@@ -171,9 +171,10 @@ def _review_sightings(result: SubmissionResult, log: CallLog | None, policy: str
         if q is None or q.status in (QuestionStatus.FORBIDDEN, QuestionStatus.INTEGRITY):
             continue        # run-time evidence (or proof) already decided the question
         said = "; ".join(f.describe() for f in found[:SHOWN_FINDINGS])
-        q.notes.append(f"flagged for review: the source seems to use a library version of what "
-                       f"this question asks you to write ({said}); the run-time check did not "
-                       "see it called, so no points were taken; your instructor will look")
+        q.notes.append(f"flagged for review: the source check saw code that may use a library "
+                       f"version of what this question asks you to write ({said}); the check "
+                       "made while your code ran did not see one called, so no points were "
+                       "taken; your instructor will look")
         evidence += [{**f.to_json(), "kind": "review", "question": qid} for f in found]
     if evidence:
         shown = _shown([_describe(e) for e in evidence])

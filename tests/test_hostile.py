@@ -114,7 +114,9 @@ STATUS = {
     ("sys_exit_at_import.py", "softmax"): "error",
     ("os_exit_in_softmax.py", "softmax"): "error",
     ("forbidden_call_bypass.py", "softmax"): "forbidden call",
-    ("lying_tensor_subclass_softmax.py", "softmax"): "forbidden call",
+    # Wrong values: the lie never reaches the comparison. (Its `DisableTorchFunctionSubclass`
+    # is what a subclass's own __torch_function__ uses; it switches no mode off.)
+    ("lying_tensor_subclass_softmax.py", "softmax"): "failed",
 }
 STATUS.update({(name, q): "integrity" for name in PROVEN for q in QUESTIONS})
 REVIEW_NOTE = "integrity: "
