@@ -60,12 +60,11 @@ class Folder:
         self.budget.step()
         value = self._fold(node, depth)
         # A constant as written costs nothing (the source's size is bounded); a built one is
-        # under the cap by construction and counted.
+        # counted as built (it is under the cap by construction: the check after is a guard).
         if isinstance(value, (str, bytes)) and not isinstance(node, ast.Constant):
+            self.budget.folded(len(value))
             if len(value) > MAX_FOLDED_CHARS:
                 value = None
-            else:
-                self.budget.folded(len(value))
         self._memo[key] = value
         return value
 
