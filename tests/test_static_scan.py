@@ -517,7 +517,8 @@ def test_tampering_inside_a_function_runs_from_its_first_call():
 
 
 def test_a_dead_function_counts_as_import_time():
-    reach = scan("import sys\ndef _unused():\n    sys.modules['autograder.x'].y = 1\n").tamper_reach()
+    source = "import sys\ndef _unused():\n    sys.modules['autograder.x'].y = 1\n"
+    reach = scan(source).tamper_reach()
     assert list(reach.values()) == [None]
 
 
