@@ -55,7 +55,7 @@ def test_other_correct_solutions_keep_full_marks(path, graded):
 def test_the_honest_idioms_of_issue_21_are_in_the_corpus():
     text = "\n".join(p.read_text() for p in CORRECT)
     for idiom in ("getattr(F, activation)", 'activation="relu"', "sys.modules[__name__]",
-                  "gc.collect()", "inspect.signature(softmax)", "functools.partial",
+                  "gc.collect()", "inspect.signature(fn)", "functools.partial",
                   "operator.itemgetter", 'if __name__ == "__main__":', "plt.show()",
                   "torch.manual_seed", "warnings.filterwarnings"):
         assert idiom in text, idiom

@@ -25,10 +25,6 @@ def softmax(x, dim=-1):
     return e / e.sum(dim=dim, keepdim=True)
 
 
-# the attention weights are always a softmax over the keys (the last axis)
-_over_keys = functools.partial(softmax, dim=-1)
-
-
 def causal_mask(T):
     idx = torch.arange(T)
     return idx[None, :] > idx[:, None]
@@ -38,7 +34,8 @@ def scaled_dot_product_attention(q, k, v, mask=None):
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
     if mask is not None:
         scores = scores.masked_fill(mask, float("-inf"))
-    weights = _over_keys(scores)
+    over_keys = functools.partial(softmax, dim=-1)     # the weights: over the keys
+    weights = over_keys(scores)
     return weights @ v, weights
 
 
