@@ -256,23 +256,18 @@ class Question:
     # -- judging
     def _raise_for_status(self, fn_name: str, got: dict, numpy_inputs: bool = False) -> None:
         status, err = got["status"], got.get("error") or {}
-        # Shortcuts found in the source by the trusted static scan (`static_scan`), beside the
-        # calls the worker saw: either makes the case a forbidden call.
-        static = [f for f in got.get("static_forbidden") or []
-                  if not any(f"`{n}`" in f for n in got["forbidden"])]
-        if got["forbidden"] or static:
+        # Forbidden calls the worker saw at run time: hard evidence. (The source scan's
+        # sightings only flag the row for review: `integrity`.)
+        if got["forbidden"]:
             # A named function says more than the autograd node it left behind.
             hits = [n for n in got["forbidden"] if not n.startswith("autograd.")] or \
                 got["forbidden"]
             names = ", ".join(
                 f"a library routine (`{n[len('autograd.'):]}` in the autograd graph of your "
                 "result)" if n.startswith("autograd.") else f"`{n}`" for n in hits)
-            said = [f"called {names}"] if hits else []
-            if static:
-                said.append("uses the library's version (" + "; ".join(static[:3]) + ")")
             noun = "array" if numpy_inputs else "tensor"
             raise CheckFailed([Problem(
-                "forbidden", f"{fn_name} {' and '.join(said)}, which this question asks you to "
+                "forbidden", f"{fn_name} called {names}, which this question asks you to "
                              f"write yourself; implement it with basic {noun} operations")],
                 status=CaseStatus.FORBIDDEN)
         if status == "ok":

@@ -38,8 +38,17 @@ def question_lines(q: QuestionResult, *, show_passed: bool = False) -> list[str]
     return lines
 
 
+def review_mark(result: SubmissionResult) -> str:
+    """"FLAG" for a row flagged for the instructor's review (hard evidence or a doubt of the
+    source scan, such as a scan cut short), else "": such a row is never shown as a plain
+    pass."""
+    return "FLAG" if result.integrity else ""
+
+
 def submission_text(result: SubmissionResult, *, show_passed: bool = False) -> str:
-    lines = [f"{visible(result.path)}: {_num(result.score)}/{_num(result.max_score)}"]
+    mark = review_mark(result)
+    lines = [f"{visible(result.path)}: {_num(result.score)}/{_num(result.max_score)}"
+             + (f"  [{mark}: flagged for review]" if mark else "")]
     if result.error:
         lines.append(f"  problem: {visible(result.error)}")
     lines += [f"  {visible(n)}" for n in result.notes]
@@ -65,7 +74,8 @@ def summary_table(results: list[SubmissionResult], question_ids: list[str]) -> s
             if qr is not None and qr.status in SHORT:
                 cell = SHORT[qr.status] + " " + cell
             cells.append(f"{cell:>{w}}")
+        mark = review_mark(r)
         lines.append(f"{name:<{width}}  " + "  ".join(cells) +
-                     f"  {_num(r.score):>4}/{_num(r.max_score)}")
+                     f"  {_num(r.score):>4}/{_num(r.max_score)}" + (f"  {mark}" if mark else ""))
     return "\n".join(lines)
 

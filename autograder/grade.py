@@ -36,8 +36,9 @@ _INPUT_ENCODINGS = TensorMemo()
 class RemoteFunction:
     """Stands in for a student's function in question files; each call runs in the worker.
 
-    What the worker reports about forbidden calls is joined by the trusted static scan of the
-    source (`static_scan`): its findings for this function come back as `static_forbidden`.
+    Forbidden calls are what the worker saw at run time. The trusted static scan's sightings
+    of a forbidden routine on this function's call graph (`static_scan`) are noted in the call
+    log for review (`integrity`): a sighting alone never makes a case a forbidden call.
     """
 
     def __init__(self, session: WorkerSession, name: str, scan: ScanResult | None = None,
@@ -55,10 +56,10 @@ class RemoteFunction:
                                          want_grad=want_grad, forbidden=forbidden)
         except WorkerStopped as e:
             raise QuestionStopped(e.status, e.message) from None
-        if self._scan is not None and forbidden:
+        if self._scan is not None and self._log is not None and forbidden:
             found = self._scan.forbidden(self.__name__, list(forbidden))
             if found:
-                outcome["static_forbidden"] = [f.describe() for f in found]
+                self._log.sighted(found)
         return outcome
 
     def __call__(self, *args, **kwargs):
@@ -233,10 +234,11 @@ def _grade_submission(assignment: Assignment, path: Path, sandbox: Sandbox,
         if syntax:
             return failed_everywhere(assignment, shown, CaseStatus.ERROR, syntax,
                                      include_hidden=include_hidden, sandbox=sandbox.description)
-    # The trusted half of the forbidden-call check and the tampering check: the source as
-    # written, scanned here, never imported.
+    # The second signal beside the worker's run-time evidence: the source as written, scanned
+    # here, never imported (its proof withholds points, its doubts flag the row for review).
     scan = scan_source([source for _, source in cells] if cells is not None else sub.source,
-                       list(assignment.api))
+                       list(assignment.api),
+                       {name: sig.params for name, sig in assignment.api.items()})
     log = CallLog()
 
     def finish(result: SubmissionResult) -> SubmissionResult:
@@ -289,8 +291,9 @@ def _grade_submission(assignment: Assignment, path: Path, sandbox: Sandbox,
             if qid in result.questions and result.questions[qid].status != QuestionStatus.PASSED:
                 result.questions[qid].notes += qnotes
         if scan.cut_short:
-            result.notes.append("note: your file could not be checked for library shortcuts "
-                                f"({scan.cut_short}); the checks made while it ran still apply")
+            result.notes.append("note: your file was too large for the source check "
+                                f"({scan.cut_short}); it was graded on the checks made while it "
+                                "ran, and flagged for your instructor's review")
     except MalformedReply as e:
         # The row of a forged reply still carries what the source scan found (tampering).
         return finish(malformed_reply(assignment, shown, e.detail, include_hidden=include_hidden,

@@ -1,24 +1,35 @@
-"""Submissions that tamper with the grader: flagged in the row, the feedback and the report.
+"""What integrity findings cost: points are withheld only on hard evidence; doubts are flagged
+for the instructor's review and cost nothing.
 
-The worker is the student's own process, so code there that touches the engine (its modules,
-`sys.modules`, frames, `gc` scans, `ctypes`, the worker's channel, library internals it relies
-on) could have switched off every check computed in the worker. The static scan
-(`static_scan`) finds such code in the trusted process; this module decides what it costs.
+Hard evidence (withholds points under `[integrity] on_tamper = "zero"`, the default):
 
-The assignment's `[integrity] on_tamper` setting chooses: `"zero"` (the default) gives no points
-on every question whose cases ran after the tampering code could first run (all of them when it
-can run at import), with case and question status "integrity"; `"flag"` keeps the grades and
-only flags the submission for review.
+* a forbidden operation seen at run time: the worker's own check makes those cases
+  "forbidden call" (`cases.py`), whatever the source looks like;
+* an escape the worker's audit hook refused (run-time evidence, applied with
+  `withhold(...)` like the scan's proof below);
+* tampering the source scan proves: a store into the engine's own modules, resolved statically
+  (`ScanResult.tamper`).
 
-A source too large or too deep for the scan's budget could not be checked: it is flagged for
-review (a cheater could pad a file to hide tampering) but keeps its points under either setting.
+`"flag"` keeps every grade and only flags the row. Under either setting the row carries the
+evidence and what it would have scored without the penalty (`integrity_review`).
+
+Doubts (never cost points, under either setting): a scan cut short by its budget (the file is
+graded on run-time evidence alone), what the scan cannot resolve or cannot prove (a name built at
+run time on a library module, frames, `gc`, `ctypes`, `sys.modules` scans, stores into library
+modules: `ScanResult.review`), and a forbidden routine the scan sees on a graded function's call
+graph that the run-time check did not report (if it had run, the check would have stopped it).
+They flag the row: the notes, the feedback, the report's review list, grades.json
+(`integrity`, entries of kind "review") and a FLAG in the terminal table.
 """
 from __future__ import annotations
 
+from typing import Sequence
+
 from .assignment import Assignment, AssignmentError
 from .results import SubmissionResult
-from .static_scan import CUT_SHORT_MESSAGE, INTEGRITY_MESSAGE, ScanResult
-from .status import CaseStatus
+from .static_scan import (CUT_SHORT_MESSAGE, INTEGRITY_MESSAGE, REVIEW_MESSAGE, Finding,
+                          ScanResult)
+from .status import CaseStatus, QuestionStatus
 
 ON_TAMPER = ("zero", "flag")
 STATUS = CaseStatus.INTEGRITY
@@ -38,20 +49,31 @@ def tamper_policy(assignment: Assignment) -> str:
 
 class CallLog:
     """Which question the trusted side was grading when it first asked the worker to call each
-    student function: tampering code inside a function could only run from then on."""
+    student function (tampering code inside a function could only run from then on), and the
+    shortcut sightings of the scan per question (`sighted`)."""
 
     def __init__(self):
         self.current: str | None = None
         self.first: dict[str, str] = {}
+        self.sightings: dict[str, list[Finding]] = {}
 
     def called(self, function: str) -> None:
         if self.current is not None:
             self.first.setdefault(function, self.current)
 
+    def sighted(self, findings: Sequence[Finding]) -> None:
+        """The scan sees a forbidden routine on the function the current question calls."""
+        if self.current is None:
+            return
+        known = self.sightings.setdefault(self.current, [])
+        for f in findings:
+            if f not in known:
+                known.append(f)
+
 
 def affected_questions(scan: ScanResult, result: SubmissionResult,
                        log: CallLog | None) -> list[str]:
-    """Graded questions whose checks the tampering code could have switched off, in order."""
+    """Graded questions whose checks the proven tampering could have switched off, in order."""
     order = list(result.questions)
     reach = scan.tamper_reach()
     if not reach:
@@ -65,37 +87,96 @@ def affected_questions(scan: ScanResult, result: SubmissionResult,
     return order[min(starts):] if starts else order
 
 
-def apply(result: SubmissionResult, scan: ScanResult | None, policy: str,
-          log: CallLog | None = None) -> SubmissionResult:
-    """Flag `result` when the scan found tampering; under "zero", take the points of the
-    questions it could have affected. Returns `result` (changed in place)."""
-    if scan is not None and scan.cut_short:
-        return _flag_unchecked(result, scan.cut_short, policy)
-    if scan is None or not scan.tamper:
-        return result
-    findings = scan.tamper
-    affected = affected_questions(scan, result, log)
-    shown = "; ".join(f.describe() for f in findings[:SHOWN_FINDINGS])
-    more = f"; and {len(findings) - SHOWN_FINDINGS} more" if len(findings) > SHOWN_FINDINGS \
+def _shown(described: list[str]) -> str:
+    more = f"; and {len(described) - SHOWN_FINDINGS} more" if len(described) > SHOWN_FINDINGS \
         else ""
-    result.notes.insert(0, f"{INTEGRITY_MESSAGE} ({shown}{more})")
-    result.integrity = [f.to_json() for f in findings]
-    result.integrity_review = {"on_tamper": policy, "questions": affected,
-                               "score_without_penalty": result.score}
+    return "; ".join(described[:SHOWN_FINDINGS]) + more
+
+
+def withhold(result: SubmissionResult, evidence: list[dict], questions: list[str], policy: str,
+             message: str = INTEGRITY_MESSAGE) -> SubmissionResult:
+    """Hard evidence: flag the row and, under "zero", take the points of `questions`.
+    `evidence` holds findings in their JSON form (kind "tamper"). Any source of hard evidence
+    (the scan's proof, escapes the worker refused) goes through here, so the row says the same
+    thing whichever found it."""
+    described = [_describe(e) for e in evidence]
+    result.notes.insert(0, f"{message} ({_shown(described)})")
+    review = result.integrity_review or {}
+    result.integrity = list(evidence) + [f for f in result.integrity if f not in evidence]
+    withheld = list(review.get("questions", []))
+    withheld += [q for q in questions if q not in withheld]
+    result.integrity_review = {**review, "on_tamper": policy, "evidence": "hard",
+                               "questions": withheld,
+                               "score_without_penalty": review.get("score_without_penalty",
+                                                                   result.score)}
     if policy == "zero":
-        for qid in affected:
+        for qid in questions:
             for case in result.questions[qid].cases:
                 case.status, case.kind = STATUS, STATUS
-                case.message = INTEGRITY_MESSAGE
+                case.message = message
                 case.hint, case.diagnosis = "", []
     return result
 
 
-def _flag_unchecked(result: SubmissionResult, reason: str, policy: str) -> SubmissionResult:
-    """The scan was cut short: flag the row for review, take no points."""
-    result.notes.insert(0, f"{CUT_SHORT_MESSAGE} ({reason})")
-    result.integrity = [{"kind": "review", "rule": "scan-cut-short", "line": 0, "code": "",
-                         "target": "", "why": reason}]
-    result.integrity_review = {"on_tamper": policy, "questions": [],
-                               "score_without_penalty": result.score, "scan_cut_short": reason}
+def flag_for_review(result: SubmissionResult, evidence: list[dict], note: str,
+                    policy: str, **extra) -> SubmissionResult:
+    """A doubt: flag the row for review (a note first, the findings in `integrity`), take no
+    points. A row already holding hard evidence keeps its verdict and gains the findings."""
+    result.notes.insert(0, note)
+    result.integrity = result.integrity + [e for e in evidence if e not in result.integrity]
+    review = result.integrity_review or {"on_tamper": policy, "evidence": "review",
+                                         "questions": [],
+                                         "score_without_penalty": result.score}
+    result.integrity_review = {**review, **extra}
     return result
+
+
+def _describe(e: dict) -> str:
+    where = f"line {e['line']}: " if e.get("line") else ""
+    return f"{where}`{e.get('code', '')}` {e.get('why', '')}".rstrip()
+
+
+def apply(result: SubmissionResult, scan: ScanResult | None, policy: str,
+          log: CallLog | None = None) -> SubmissionResult:
+    """The scan's part of a row's verdict: its proof withholds points (`withhold`), its doubts,
+    a budget cut short and shortcut sightings flag the row for review. Returns `result`
+    (changed in place)."""
+    if scan is None:
+        return result
+    # Doubts first, proof last: the row's first note is its weightiest.
+    _review_sightings(result, log, policy)
+    if scan.review:
+        described = [f.describe() for f in scan.review]
+        flag_for_review(result, [f.to_json() for f in scan.review],
+                        f"{REVIEW_MESSAGE} ({_shown(described)})", policy)
+    if scan.cut_short:
+        flag_for_review(result, [{"kind": "review", "rule": "scan-cut-short", "line": 0,
+                                  "code": "", "target": "", "why": scan.cut_short}],
+                        f"{CUT_SHORT_MESSAGE} ({scan.cut_short})", policy,
+                        scan_cut_short=scan.cut_short)
+    if scan.tamper:
+        withhold(result, [f.to_json() for f in scan.tamper],
+                 affected_questions(scan, result, log), policy)
+    return result
+
+
+def _review_sightings(result: SubmissionResult, log: CallLog | None, policy: str) -> None:
+    """Shortcuts the scan saw on a question's functions that the run-time check did not report:
+    a note on the question and a review flag on the row, no points taken."""
+    if log is None:
+        return
+    evidence = []
+    for qid, found in log.sightings.items():
+        q = result.questions.get(qid)
+        if q is None or q.status in (QuestionStatus.FORBIDDEN, QuestionStatus.INTEGRITY):
+            continue        # run-time evidence (or proof) already decided the question
+        said = "; ".join(f.describe() for f in found[:SHOWN_FINDINGS])
+        q.notes.append(f"flagged for review: the source check saw code that may use a library "
+                       f"version of what this question asks you to write ({said}); the check "
+                       "made while your code ran did not see one called, so no points were "
+                       "taken; your instructor will look")
+        evidence += [{**f.to_json(), "kind": "review", "question": qid} for f in found]
+    if evidence:
+        shown = _shown([_describe(e) for e in evidence])
+        flag_for_review(result, evidence, f"{REVIEW_MESSAGE} (library shortcuts seen in the "
+                                          f"source: {shown})", policy)

@@ -15,7 +15,7 @@ GENERIC_WORDS = {"nan": "NaN", "gradient": "gradient", "dtype": "dtype", "bool":
 
 
 def test_corpus_is_large_enough():
-    assert len(WRONG) >= 24 and len(CORRECT) >= 5
+    assert len(WRONG) >= 24 and len(CORRECT) >= 13
     covered = set()
     for f in WRONG:
         covered |= set(id_list(read_header(f)["loses"]))
@@ -44,6 +44,21 @@ def test_other_correct_solutions_keep_full_marks(path, graded):
     result = graded[path.name]
     for q in result.questions.values():
         assert q.status == "passed", f"{path.name} {q.id}: {q.feedback()}"
+        assert not q.notes, f"{path.name} {q.id}: {q.notes}"
+    # ... and no flag: honest idioms (a __main__ demo block, getattr(F, activation), gc,
+    # inspect, functools, operator, seeds, warnings) are never sent for review.
+    assert not result.integrity and result.integrity_review is None, result.integrity
+    assert not any(n.startswith("integrity:") for n in result.notes), result.notes
+    assert "integrity" not in result.to_json()
+
+
+def test_the_honest_idioms_of_issue_21_are_in_the_corpus():
+    text = "\n".join(p.read_text() for p in CORRECT)
+    for idiom in ("getattr(F, activation)", 'activation="relu"', "sys.modules[__name__]",
+                  "gc.collect()", "inspect.signature(fn)", "functools.partial",
+                  "operator.itemgetter", 'if __name__ == "__main__":', "plt.show()",
+                  "torch.manual_seed", "warnings.filterwarnings"):
+        assert idiom in text, idiom
 
 
 def test_forbidden_call_is_its_own_status(graded):

@@ -52,7 +52,6 @@ EXPECTED = {
     "huge_and_weird_return_values.py": {**ZERO, "mask": ("<=", 2)},
     "lying_tensor_subclass_softmax.py": {**FULL, "softmax": 0},
     "forbidden_call_bypass.py": {**FULL, "softmax": 0},
-    "getattr_strings_hidden_softmax.py": {**FULL, "softmax": 0},
     "lying_ndarray_subclass_softmax.py": {**FULL, "softmax": 0},
     "os_exit_in_softmax.py": {**FULL, "softmax": 0},
     "infinite_loop_softmax.py": {**FULL, "softmax": 0},
@@ -63,35 +62,50 @@ EXPECTED = {
                                              "split_heads": ("<=", 1)},
     "leak_secret_env_and_proc.py": {**FULL, "mask": ("<=", 4)},
 }
-# Files whose source touches the grader (its modules, sys.modules, frames, gc scans, ctypes,
-# the worker's channel, patched library internals) are flagged for review and, by default, get
-# no points (status "integrity") on every question: the touching code runs at import or in
-# softmax, the first question. Their rows keep what the checks gave without the penalty.
-FLAGGED = {
-    "detached_background_processes_at_import.py": "full",      # ctypes (prctl)
-    "fork_bomb_bounded.py": "full",                             # ctypes (prctl)
-    "fork_child_lingers.py": "full",                            # ctypes (prctl)
-    "proc_mem_read_other_processes.py": "full",                 # ctypes (ptrace, vm_readv)
-    "close_all_fds_softmax.py": 29,                             # os.closerange: the channel
-    "patch_random_generators.py": ("<=", 2),                    # patches torch.* in place
-    "filesystem_and_sys_modules_reference_search.py": 0,        # sys.modules scan
-    "forge_worker_channel.py": 0,                               # the channel, gc, sys.modules
-    "gc_object_scan.py": 0,
-    "monkeypatch_numpy.py": 0,
-    "monkeypatch_otter.py": 0,
-    "monkeypatch_torch.py": 0,
-    "monkeypatch_unittest_pytest.py": 0,
-    "overwrite_grader_output_paths.py": 0,                      # ctypes, fds it did not open
-    "pickle_rce_return_values.py": 0,                           # eval as a value, sys.modules
-    "stack_frame_snooping.py": 0,
-    "patch_engine_hides_forbidden_call.py": 29,                 # the engine via sys.modules
-    "forge_missing_gradients.py": 29,
+# Files whose source stores into the engine's own modules (resolved statically: the scan's
+# proof) are flagged and, by default, get no points (status "integrity") on every question: the
+# store runs at import. Their rows keep what the checks gave without the penalty.
+PROVEN = {
+    "patch_engine_hides_forbidden_call.py": (29, 35),           # the engine via sys.modules
+    "forge_missing_gradients.py": (29,),
     # They patch the worker through sys.modules, and their reply is noted as malformed too.
-    **{f"forged_reply_{kind}.py": 0
+    **{f"forged_reply_{kind}.py": (0,)
        for kind in ("bad_floats", "malformed_types", "non_string_params", "shared_buffer",
                     "trusted_side_exception")},
 }
-EXPECTED.update({name: ZERO for name in FLAGGED})
+# Files whose source the scan only doubts (frames, gc scans, ctypes, sys.modules scans, the
+# worker's channel, patched library modules, code built at run time, a shortcut the run-time
+# check did not report, a scan cut short): flagged for review, graded on run-time evidence,
+# no points taken for the doubt. What run time gives them is in EXPECTED.
+REVIEW = {
+    "detached_background_processes_at_import.py": FULL,         # ctypes (prctl)
+    "fork_bomb_bounded.py": FULL,                               # ctypes (prctl)
+    "fork_child_lingers.py": FULL,                              # ctypes (prctl)
+    "proc_mem_read_other_processes.py": FULL,                   # ctypes (ptrace, vm_readv)
+    "close_all_fds_softmax.py": {**FULL, "softmax": 0},         # os.closerange: the channel
+    "patch_random_generators.py": {**ZERO, "mask": ("<=", 2)},  # patches torch.* in place
+    "filesystem_and_sys_modules_reference_search.py": ZERO,     # sys.modules scan
+    "forge_worker_channel.py": ZERO,                            # the channel, gc, sys.modules
+    "gc_object_scan.py": ZERO,
+    "monkeypatch_numpy.py": ZERO,
+    "monkeypatch_otter.py": ZERO,
+    "monkeypatch_torch.py": ZERO,
+    "monkeypatch_unittest_pytest.py": ZERO,
+    "overwrite_grader_output_paths.py": ZERO,                   # ctypes, fds it did not open
+    "pickle_rce_return_values.py": ZERO,                        # eval as a value, sys.modules
+    "stack_frame_snooping.py": ZERO,
+    # The library softmax with torch-function handling off: a forbidden call wherever a
+    # run-time check sees the op, else passed and flagged (the scan's sighting): never a
+    # plain pass, never a zero from the scan alone.
+    "getattr_strings_hidden_softmax.py": {**FULL, "softmax": ("<=", 6)},
+    # The engine patch padded past 100,000 syntax nodes: the scan is cut short, the row is
+    # graded on run-time evidence and flagged.
+    "scan_budget_padded_engine_patch.py": {**FULL, "softmax": ("<=", 6)},
+}
+RUN_TIME_DECIDES = {"getattr_strings_hidden_softmax.py", "scan_budget_padded_engine_patch.py"}
+EXPECTED.update({name: ZERO for name in PROVEN})
+EXPECTED.update(REVIEW)
+EXPECTED["scan_dos_constant_formatting.py"] = FULL      # dead code never counts; no flag
 STATUS = {
     ("infinite_loop_softmax.py", "softmax"): "timeout",
     ("signal_ignoring_spin_attention.py", "attention"): "timeout",
@@ -100,29 +114,38 @@ STATUS = {
     ("sys_exit_at_import.py", "softmax"): "error",
     ("os_exit_in_softmax.py", "softmax"): "error",
     ("forbidden_call_bypass.py", "softmax"): "forbidden call",
-    ("getattr_strings_hidden_softmax.py", "softmax"): "forbidden call",
-    ("lying_tensor_subclass_softmax.py", "softmax"): "forbidden call",
+    # Wrong values: the lie never reaches the comparison. (Its `DisableTorchFunctionSubclass`
+    # is what a subclass's own __torch_function__ uses; it switches no mode off.)
+    ("lying_tensor_subclass_softmax.py", "softmax"): "failed",
 }
-STATUS.update({(name, q): "integrity" for name in FLAGGED for q in QUESTIONS})
+STATUS.update({(name, q): "integrity" for name in PROVEN for q in QUESTIONS})
+REVIEW_NOTE = "integrity: "
 
 
 def check_flag(name: str, row: dict) -> None:
-    """A flagged file carries its findings and what it would have scored; no other is flagged."""
-    if name not in FLAGGED:
-        assert "integrity" not in row, (name, row.get("integrity"))
+    """A file with proof carries its findings and what it would have scored; a file the scan
+    only doubts is flagged for review and lost nothing for it; no other is flagged."""
+    if name in RUN_TIME_DECIDES:
+        softmax = row["questions"]["softmax"]
+        assert softmax["status"] in ("forbidden call", "passed"), softmax
+    if name in PROVEN:
+        assert row["integrity"][0]["kind"] == "tamper" and any(n.startswith(
+            "integrity: this submission modifies the grader; flagged for review")
+            for n in row["notes"]), name
+        review = row["integrity_review"]
+        assert review["on_tamper"] == "zero" and review["questions"] == QUESTIONS
+        assert review["evidence"] == "hard"
+        assert review["score_without_penalty"] in PROVEN[name], (name, review)
         return
-    assert row["integrity"] and any(n.startswith(
-        "integrity: this submission modifies the grader; flagged for review")
-        for n in row["notes"]), name
-    review = row["integrity_review"]
-    assert review["on_tamper"] == "zero" and review["questions"] == QUESTIONS
-    want, before = FLAGGED[name], review["score_without_penalty"]
-    if want == "full":
-        assert before == row["max_score"], (name, before)
-    elif isinstance(want, tuple):
-        assert before <= want[1], (name, before)
-    else:
-        assert before == want, (name, before)
+    if name in REVIEW:
+        assert row["integrity"] and {f["kind"] for f in row["integrity"]} == {"review"}, name
+        assert any(n.startswith(REVIEW_NOTE) for n in row["notes"]), name
+        review = row["integrity_review"]
+        assert review["evidence"] == "review" and review["questions"] == [], (name, review)
+        assert review["score_without_penalty"] == row["score"]
+        assert "integrity" not in {q["status"] for q in row["questions"].values()}
+        return
+    assert "integrity" not in row, (name, row.get("integrity"))
 
 
 def leftover_processes(wait: float = 5.0) -> list[str]:

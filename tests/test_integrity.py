@@ -1,6 +1,7 @@
-"""Checks computed in the worker cannot be switched off: submissions that patch the engine in
-their worker are flagged and (by default) get no points; shortcuts the worker cannot see are
-still forbidden calls; missing gradients fail a case."""
+"""Points are withheld only on hard evidence: a submission that stores into the engine's own
+modules (the scan's proof) gets no points by default; what the scan only doubts (a shortcut it
+sees but the run-time check did not, a name it cannot resolve, a file over its budget) flags the
+row for the instructor's review and costs nothing; missing gradients fail a case."""
 import csv
 import dataclasses
 import json
@@ -57,22 +58,35 @@ def test_patching_the_engine_at_import_costs_every_question(grade, name):
     assert result.notes[0].startswith(INTEGRITY_MESSAGE)
     assert "autograder.sandbox." in result.notes[0]   # says what was touched, and where
     row = result.to_json()
-    assert row["integrity"] and all(f["kind"] == "tamper" and f["line"] > 0
-                                    for f in row["integrity"])
-    assert row["integrity_review"] == {"on_tamper": "zero", "questions": QUESTIONS,
-                                       "score_without_penalty": 29.0}
+    assert row["integrity"][0]["kind"] == "tamper"
+    assert row["integrity"][0]["rule"] == "engine-store"
+    assert all(f["kind"] in ("tamper", "review") and f["line"] > 0 for f in row["integrity"])
+    review = row["integrity_review"]
+    assert {k: v for k, v in review.items() if k != "score_without_penalty"} == {
+        "on_tamper": "zero", "evidence": "hard", "questions": QUESTIONS}
+    # What run time gave: 29 when a run-time check saw F.softmax (forge_missing_gradients
+    # always: its softmax has no gradients), 35 when the patch switched the worker's
+    # torch-function mode off (the scan's sighting is only a review note).
+    assert review["score_without_penalty"] in (29.0, 35.0)
 
 
 # ------------------------------------------------------------------ flag only: grades stand
 
-def test_flag_only_keeps_grades_and_the_static_scan_still_forbids(grade_flag_only):
-    """The worker's own check was switched off; the trusted scan still sees F.softmax."""
+def test_flag_only_keeps_grades_and_flags_the_row(grade_flag_only):
+    """Under "flag" the proof costs nothing; the scan's sighting of F.softmax is a review note,
+    never a zero of its own. The run-time check decides softmax: the worker's torch-function
+    mode was switched off by the patch, a dispatcher-level check is not."""
     result = grade_flag_only(HOSTILE / "patch_engine_hides_forbidden_call.py")
-    assert scores(result) == full_except(softmax=(0.0, "forbidden call"))
-    feedback = result.questions["softmax"].feedback()
-    assert "F.softmax" in feedback and "called `" not in feedback   # the worker saw nothing
+    softmax = result.questions["softmax"]
+    if softmax.status == "forbidden call":          # the run-time check saw it
+        assert scores(result) == full_except(softmax=(0.0, "forbidden call"))
+    else:                                           # it did not: the sighting is for review
+        assert scores(result) == full_except()
+        assert "flagged for review" in softmax.feedback() and "F.softmax" in softmax.feedback()
     assert result.notes[0].startswith(INTEGRITY_MESSAGE)
-    assert result.to_json()["integrity_review"]["on_tamper"] == "flag"
+    review = result.to_json()["integrity_review"]
+    assert review["on_tamper"] == "flag" and review["evidence"] == "hard"
+    assert review["score_without_penalty"] == result.score
 
 
 def test_forged_missing_gradients_fail_the_cases_that_ask_for_them(grade_flag_only):
@@ -83,30 +97,75 @@ def test_forged_missing_gradients_fail_the_cases_that_ask_for_them(grade_flag_on
         assert "no gradients came back from softmax" in c.message
 
 
-def test_a_shortcut_only_the_source_shows_is_a_forbidden_call(grade):
+def test_a_shortcut_only_the_source_shows_is_never_a_zero_on_its_own(grade):
+    """The scan resolves the getattr strings; the library call runs with torch-function
+    handling disabled. Either a run-time check sees the op (forbidden call), or the row is
+    flagged for review with the line: never a zero from the scan, never a plain pass."""
     result = grade(HOSTILE / "getattr_strings_hidden_softmax.py")
-    assert scores(result) == full_except(softmax=(0.0, "forbidden call"))
-    feedback = result.questions["softmax"].feedback()
-    assert "getattr(_FUNCTIONAL, _NAME)" in feedback and "line 79" in feedback
-    assert "torch.nn.functional.softmax" in feedback
-    assert not result.integrity and "integrity" not in result.to_json()
+    row = result.to_json()
+    softmax = result.questions["softmax"]
+    if softmax.status == "forbidden call":
+        assert scores(result) == full_except(softmax=(0.0, "forbidden call"))
+    else:
+        assert scores(result) == full_except()
+        feedback = softmax.feedback()
+        assert "getattr(_FUNCTIONAL, _NAME)" in feedback and "line 79" in feedback
+        assert "torch.nn.functional.softmax" in feedback
+        assert row["integrity"] and {f["kind"] for f in row["integrity"]} == {"review"}
+    assert "integrity" not in {q.status for q in result.questions.values()}
+    assert row.get("integrity_review", {}).get("questions", []) == []
+
+
+SEEN_NOT_RUN = """
+def softmax(x, dim=-1):
+    if x.dim() > 16:                # never true for the grader's inputs
+        return F.softmax(x, dim=dim)
+    return _softmax(x, dim)
+"""
+
+
+def test_a_shortcut_seen_but_never_run_keeps_its_points_and_is_flagged(grade, assignment,
+                                                                       tmp_path):
+    """Exact outcome: the run-time check saw no library softmax (the branch never runs), so the
+    question passes; the scan's sighting flags the row for review everywhere it is shown."""
+    src = (HOSTILE / "honest.py").read_text().replace(
+        "def softmax(x, dim=-1):\n    return _softmax(x, dim)\n",
+        "import torch.nn.functional as F\n" + SEEN_NOT_RUN)
+    assert "x.dim() > 16" in src
+    path = tmp_path / "attention.py"
+    path.write_text(src)
+    result = grade(path)
+    assert scores(result) == full_except()
+    assert "flagged for review" in result.questions["softmax"].feedback()
+    row = result.to_json()
+    assert [(f["kind"], f["rule"], f["question"]) for f in row["integrity"]] == [
+        ("review", "library", "softmax")]
+    assert row["integrity_review"] == {"on_tamper": "zero", "evidence": "review",
+                                       "questions": [], "score_without_penalty": 35.0}
+    result.student = "sam"
+    assert submission_text(result).splitlines()[0].endswith("[FLAG: flagged for review]")
+    files = write_reports(tmp_path / "out", assignment, [result])
+    rows = list(csv.DictReader(files["csv"].open()))
+    assert rows[0]["status"] == "review" and rows[0]["total"] == "35"
 
 
 # ------------------------------------------------------------------ which questions it costs
 
 def test_tampering_inside_one_function_costs_the_questions_from_its_first_call(grade, tmp_path):
-    """layer_norm scans the heap; it is first called while `block` is graded, so the
+    """layer_norm stores into the engine; it is first called while `block` is graded, so the
     questions graded before keep their points."""
     src = (HOSTILE / "honest.py").read_text().replace(
         "def _layer_norm(x, gamma, beta, eps=1e-5):\n",
-        "def _layer_norm(x, gamma, beta, eps=1e-5):\n    import gc\n"
-        "    len(gc.get_objects())\n")
+        "def _layer_norm(x, gamma, beta, eps=1e-5):\n    import sys\n"
+        "    engine = sys.modules.get('autograder.sandbox.worker')\n"
+        "    if engine is not None:\n        engine.probe = 1\n")
     path = tmp_path / "attention.py"
     path.write_text(src)
     result = grade(path)
     assert scores(result) == full_except(block=(0.0, "integrity"))
     assert result.to_json()["integrity_review"] == {
-        "on_tamper": "zero", "questions": ["block"], "score_without_penalty": 35.0}
+        "on_tamper": "zero", "evidence": "hard", "questions": ["block"],
+        "score_without_penalty": 35.0}
 
 
 # ------------------------------------------------------------------ what the instructor sees

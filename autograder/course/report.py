@@ -20,6 +20,15 @@ from ..safetext import csv_cell, markdown_inline
 from ..status import PROBLEM_STATUSES, CaseStatus, QuestionStatus
 
 
+# The CSV status of a row flagged for review on doubts alone (no points taken).
+REVIEW_STATUS = "review"
+
+
+def has_hard_evidence(result: SubmissionResult) -> bool:
+    """Whether the row's integrity findings include hard evidence (not only review doubts)."""
+    return any(f.get("kind") != "review" for f in result.integrity)
+
+
 def safe_name(name: str) -> str:
     cleaned = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "student"
     return cleaned[:80]
@@ -214,8 +223,10 @@ def write_reports(out: Path, assignment: Assignment, results: list[SubmissionRes
     for i, r in enumerate(results):
         more = extra[i] if extra else {}
         statuses = {q.status for q in r.questions.values()}
-        overall = QuestionStatus.INTEGRITY if r.integrity else QuestionStatus.ERROR if r.error \
-            else next((s for s in PROBLEM_STATUSES if s in statuses), "graded")
+        overall = QuestionStatus.INTEGRITY if has_hard_evidence(r) else \
+            QuestionStatus.ERROR if r.error else \
+            next((s for s in PROBLEM_STATUSES if s in statuses),
+                 REVIEW_STATUS if r.integrity else "graded")
         overall = more.get("status") or overall
         # Text cells are neutralised (no cell can start a formula); scores stay numbers.
         writer.writerow([csv_cell(r.student or ""), csv_cell(r.path),

@@ -1,72 +1,84 @@
-"""A static scan of a submission's source, in the trusted process: library shortcuts and
-tampering with the grader, found without importing or running anything of the student's.
+"""A static scan of a submission's source, in the trusted process: the second signal of the
+grader's integrity checks, beside the run-time evidence from the worker (forbidden operations it
+saw, escapes it refused). Nothing here imports or runs student code.
 
-Checks computed in the worker (forbidden calls, gradients, mutated inputs) can be forged by a
-submission that patches the engine's modules there, so this scan is the trusted half:
+What the scan finds is of two kinds:
 
-* **Library shortcuts.** Every reference to a library object is resolved through imports,
-  aliases, assignments, `getattr` with constant (or constant-built) names, `importlib`,
-  `__import__`, `vars(...)` / `__dict__` and `sys.modules[...]`. A question's forbidden entry
-  (`torch.nn.functional.softmax`) is matched by any library path naming the same routine
-  (`torch.ops.aten._softmax`, `torch._C._nn.softmax`, `log_softmax`, `nn.Softmax`), by a method
-  of an unknown object (`x.softmax(...)`) when the entry is a `torch.Tensor` method, by torch's
-  decomposition modules, by code that switches off torch-function modes, and by a library
-  attribute looked up under a name built at run time. A reference counts for a graded function
-  when the function reaches it through the module's call graph (helpers, classes such as a
-  custom `autograd.Function`, lambdas, default arguments, module-level aliases).
-* **Tampering.** Source that touches the engine: its modules (`autograder`), `sys.modules`
-  beyond a lookup by constant name, frames and tracebacks, `gc` object scans, `ctypes`, file
-  descriptors it did not open (the worker's channel), stores into library modules, and code
-  generated at run time (`exec`/`eval` of a non-constant string).
+* **Proof** (`ScanResult.tamper`): a store into the engine's own modules, resolved statically
+  (`engine.check = ...`, `setattr(sys.modules["autograder.x"], ...)`). Only this withholds
+  points, under the assignment's `[integrity] on_tamper`.
+* **Doubts** (`ScanResult.review`, and the shortcut sightings of `ScanResult.forbidden`): a
+  library routine a question forbids seen on a graded function's call graph (if it runs, the
+  worker's run-time check stops it), a library attribute looked up by a name built at run time,
+  frames, `gc` scans, native code, the worker's descriptors, `sys.modules` beyond a lookup by
+  constant name, stores into library modules, code generated at run time. They flag the
+  submission for the instructor's review and never cost points.
 
-A name merely mentioned in a comment or string, or a student function that happens to be named
-`softmax`, is not a reference to the library's. Nothing here imports or runs student code.
+References are resolved through imports, aliases, assignments, `getattr` with constant (or
+constant-built) names, `importlib`, `__import__`, `vars(...)` / `__dict__`, `sys.modules[...]`
+and the module's call graph (helpers, classes such as a custom `autograd.Function`, lambdas,
+default arguments). Code that cannot run when the file is graded (`if 0:`, a `__main__` block)
+is left out (`dead_code`). The cost of a scan is bounded on any input (`budget`, `folding`); a
+source over the budget is cut short (`ScanResult.cut_short`): graded on run-time evidence and
+flagged for review.
 
 The package, by concern: `vocabulary` (what the rules look for, `Finding`), `folding` (constant
-strings), `model` (scopes and bindings), `values` (name resolution), `rules` (what each node
-records: references, call-graph edges, tampering), `shortcuts` (matching references against a
-question's forbidden list), `budget` (the fixed cost a scan may take). This module is the public
-face: `scan_source` and `ScanResult`.
+strings), `dead_code` (branches that never run), `model` (scopes and bindings), `values` (name
+resolution), `rules` (what each node records: references, call-graph edges, tampering),
+`shortcuts` (matching references against a question's forbidden list), `budget` (the fixed
+cost a scan may take). This module is the public face: `scan_source` and `ScanResult`.
 """
 from __future__ import annotations
 
 import ast
 from dataclasses import replace
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 from .budget import Budget, ScanCutShort
 from .model import Scope
 from .rules import analyse
 from .shortcuts import forbidden_why, matches_forbidden, names_same_routine
 from .values import Analysis
-from .vocabulary import CUT_SHORT_MESSAGE, INTEGRITY_MESSAGE, MAX_FINDINGS, Finding, code_text
+from .vocabulary import (CUT_SHORT_MESSAGE, INTEGRITY_MESSAGE, MAX_FINDINGS, PROVEN_RULES,
+                         REVIEW_MESSAGE, Finding, code_text)
 
-__all__ = ["CUT_SHORT_MESSAGE", "INTEGRITY_MESSAGE", "Finding", "ScanResult", "matches_forbidden",
-           "names_same_routine", "scan_source"]
+__all__ = ["CUT_SHORT_MESSAGE", "INTEGRITY_MESSAGE", "REVIEW_MESSAGE", "Finding", "ScanResult",
+           "matches_forbidden", "names_same_routine", "scan_source"]
 
 
 class ScanResult:
     """What the scan found, and which graded function reaches which finding."""
 
     def __init__(self, analysis: Analysis | None, api: Sequence[str],
-                 cut_short: str | None = None):
+                 cut_short: str | None = None, budget: Budget | None = None):
         self._a = analysis
         self.api = list(api)
+        # The work the scan did, counted (syntax nodes, steps, folded characters): what its
+        # cost is bounded by, whatever the clock of a loaded machine says.
+        self.work = {"nodes": budget.nodes, "steps": budget.steps,
+                     "folded_chars": budget.folded_chars} if budget is not None else {}
         # Why the scan stopped before the end (the source is over its budget), or None: then
         # nothing was checked, and the row is flagged for review (`integrity`).
         self.cut_short = cut_short
         self._reach: dict[str, set[int]] = {}
         self._forbidden: dict[tuple, list[Finding]] = {}
-        self.tamper: list[Finding] = []
+        self.tamper: list[Finding] = []     # proof: withholds points (`integrity`)
+        self.review: list[Finding] = []     # doubts: flagged for review, no points taken
         if analysis is not None:
             seen = set()
             for s in analysis.scopes:
                 for f in s.tamper:
                     key = (f.rule, f.line, f.code)
-                    if key not in seen and len(self.tamper) < MAX_FINDINGS:
-                        seen.add(key)
-                        self.tamper.append(f)
+                    if key in seen:
+                        continue
+                    seen.add(key)
+                    if f.rule in PROVEN_RULES:
+                        if len(self.tamper) < MAX_FINDINGS:
+                            self.tamper.append(f)
+                    elif len(self.review) < MAX_FINDINGS:
+                        self.review.append(replace(f, kind="review"))
             self.tamper.sort(key=lambda f: (f.line, f.rule))
+            self.review.sort(key=lambda f: (f.line, f.rule))
 
     @property
     def error(self) -> str | None:
@@ -134,7 +146,7 @@ class ScanResult:
         return self._forbidden[key]
 
     def tamper_reach(self) -> dict[Finding, set[str] | None]:
-        """For each tampering finding: the graded functions that can run it, or None when it
+        """For each proven tampering finding: the graded functions that can run it, or None when it
         can run while the file is imported (or cannot be placed: then assume the worst)."""
         out: dict[Finding, set[str] | None] = {}
         if self._a is None:
@@ -144,7 +156,8 @@ class ScanResult:
         where: dict[Finding, set[int]] = {}
         for s in a.scopes:
             for f in s.tamper:
-                where.setdefault(f, set()).add(s.index)
+                if f.rule in PROVEN_RULES:
+                    where.setdefault(f, set()).add(s.index)
         for f, scopes in where.items():
             if scopes & at_import:
                 out[f] = None
@@ -154,10 +167,13 @@ class ScanResult:
         return out
 
 
-def scan_source(sources: str | Sequence[str], api: Sequence[str] = ()) -> ScanResult:
+def scan_source(sources: str | Sequence[str], api: Sequence[str] = (),
+                contracts: Mapping[str, Sequence[str]] | None = None) -> ScanResult:
     """Scan a .py file's source, or a notebook's code cells (run in order as one module).
-    Sources that do not parse are left out (the grader reports their syntax errors). A source
-    over the scan's budget (`budget`) gives a result that says so in `cut_short`."""
+    `api` names the graded functions; `contracts` gives their parameters as the grader passes
+    them (then a parameter of the student's own keeps its default). Sources that do not parse
+    are left out (the grader reports their syntax errors). A source over the scan's budget
+    (`budget`) gives a result that says so in `cut_short`."""
     if isinstance(sources, str):
         sources = [sources]
     budget = Budget()
@@ -171,11 +187,14 @@ def scan_source(sources: str | Sequence[str], api: Sequence[str] = ()) -> ScanRe
                 continue
             budget.check_time()
         analysis = Analysis(ast.Module(body=body, type_ignores=[]), budget)
+        analysis.contracts = {k: list(v) for k, v in (contracts or {}).items()}
+        analysis.graded = set(api)
         analyse(analysis)
     except ScanCutShort as e:
-        return ScanResult(None, api, cut_short=str(e))
+        return ScanResult(None, api, cut_short=str(e), budget=budget)
     except RecursionError:
-        return ScanResult(None, api, cut_short="expressions nested too deeply to analyse")
+        return ScanResult(None, api, cut_short="expressions nested too deeply to analyse",
+                          budget=budget)
     except MemoryError:
-        return ScanResult(None, api, cut_short="too large to analyse in memory")
-    return ScanResult(analysis, api)
+        return ScanResult(None, api, cut_short="too large to analyse in memory", budget=budget)
+    return ScanResult(analysis, api, budget=budget)

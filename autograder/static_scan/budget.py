@@ -6,12 +6,25 @@ from __future__ import annotations
 
 import time
 
-# Far above any honest exercise file (a few thousand nodes, tens of KiB), far below 2 MiB.
-MAX_SOURCE_CHARS = 1024 * 1024      # checked before parsing: parsing alone costs ~1 s per MiB
+# Far above any honest exercise file (a few thousand nodes, tens of KiB: the largest file of
+# the corpora is 14 KiB), far below the 2 MiB a submission may have. Parsing is the one step
+# that cannot be interrupted (about 1 to 2 s of CPU per MiB of dense code), so the source's
+# length is checked before it: 256 KiB parse in a few tenths of a second.
+MAX_SOURCE_CHARS = 256 * 1024
 MAX_NODES = 100_000                 # syntax nodes in the module (all cells of a notebook)
-MAX_CPU_SECONDS = 3.0               # CPU time of parsing and analysing, from the first call
-MAX_SNIPPET_CHARS = 100_000          # one constant string run by exec()/eval()
-CHECK_EVERY = 1024                  # nodes between two looks at the clock
+# Units of work in all (nodes, folds, lookups, call sites): honest files take under 3 per node.
+MAX_STEPS = 10 * MAX_NODES
+# CPU time of parsing and analysing, from the first call: a backstop behind the counted limits
+# (nodes, steps, folded characters), which bound the work on any machine.
+MAX_CPU_SECONDS = 2.0
+MAX_SNIPPET_CHARS = 100_000         # one constant string run by exec()/eval()
+# Characters produced by constant folding over the whole scan: each folded value is at most
+# `folding.MAX_FOLDED_CHARS`, and honest files fold a few hundred characters of names.
+MAX_FOLDED_TOTAL = 2_000_000
+# Steps between two looks at the clock. Every step is bounded work (a node, a fold of at most
+# `folding.MAX_FOLDED_CHARS` characters, a name lookup), so the clock is never far behind; a
+# look costs about a microsecond, a step a few.
+CHECK_EVERY = 64
 
 
 class ScanCutShort(Exception):
@@ -27,6 +40,7 @@ class Budget:
         self.start = time.process_time()
         self.nodes = 0
         self.steps = 0
+        self.folded_chars = 0
 
     @staticmethod
     def check_size(chars: int) -> None:
@@ -46,7 +60,16 @@ class Budget:
         """One more unit of work; every CHECK_EVERY of them, a look at the clock."""
         self.steps += 1
         if self.steps % CHECK_EVERY == 0:
+            if self.steps > MAX_STEPS:
+                raise ScanCutShort(f"more than {MAX_STEPS:,} steps of analysis")
             self.check_time()
+
+    def folded(self, chars: int) -> None:
+        """Constant folding produced `chars` more characters."""
+        self.folded_chars += chars
+        if self.folded_chars > MAX_FOLDED_TOTAL:
+            raise ScanCutShort(f"more than {MAX_FOLDED_TOTAL:,} characters of constant strings "
+                               "built by the source")
 
     def check_time(self) -> None:
         if time.process_time() - self.start > self.cpu_seconds:

@@ -8,7 +8,8 @@ import builtins
 from dataclasses import dataclass, field
 
 from .budget import Budget
-from .folding import fold
+from .dead_code import DeadCode
+from .folding import Folder
 from .vocabulary import Finding
 
 @dataclass(eq=False)
@@ -35,11 +36,14 @@ BUILTIN_NAMES = set(dir(builtins))
 class Collector:
     """Builds the scopes of one module: bindings and the nodes each scope executes."""
 
-    def __init__(self, decls: dict[int, tuple[set[str], set[str]]], budget: Budget):
+    def __init__(self, decls: dict[int, tuple[set[str], set[str]]], budget: Budget,
+                 fold: Folder, dead: DeadCode | None = None):
         self.scopes: list[Scope] = []
         self.parents: dict[int, ast.AST] = {}
         self.decls = decls
         self.budget = budget
+        self.fold = fold
+        self.dead = dead
 
     def new_scope(self, kind: str, node: ast.AST, parent: Scope | None) -> Scope:
         s = Scope(kind, node, parent, len(self.scopes))
@@ -66,7 +70,7 @@ class Collector:
         elif isinstance(target, ast.Starred):
             self.bind_target(scope, target.value, value, False)
         elif isinstance(target, ast.Subscript) and is_globals_call(target.value):
-            key = fold(target.slice)
+            key = self.fold(target.slice)
             if isinstance(key, str):
                 self.bind(self.scopes[0], key, value)
 
@@ -84,6 +88,11 @@ class Collector:
             if kind in _PLAIN:      # most nodes: nothing bound, nothing opened
                 parents = self.parents
                 children = list(ast.iter_child_nodes(node))
+                if (kind is ast.If or kind is ast.While) and self.dead is not None:
+                    dead = self.dead.dead_field(node)
+                    if dead:        # never runs when graded: neither recorded nor bound
+                        never = {id(s) for s in getattr(node, dead)}
+                        children = [c for c in children if id(c) not in never]
                 for child in children:
                     parents[id(child)] = node
                 stack.extend((scope, c, False) for c in reversed(children))
@@ -114,7 +123,7 @@ class Collector:
                         inner.bindings[a.arg] = [("instance", inner.self_of.index)]
                     else:
                         d = defaults.get(a.arg)
-                        inner.bindings[a.arg] = [("param", d, scope.index)]
+                        inner.bindings[a.arg] = [("param", d, scope.index, inner.index, a.arg)]
                 if isinstance(node, ast.Lambda):
                     self.link(node, node.body)
                     stack.append((inner, node.body, False))

@@ -7,14 +7,13 @@ from __future__ import annotations
 import ast
 
 from .budget import MAX_SNIPPET_CHARS, ScanCutShort
-from .folding import fold
 from .model import Scope
 from .shortcuts import disables_function_modes
 from .values import Analysis
 from .vocabulary import (CALL_RULE_ROOTS, CODEGEN, DECOMPOSITION_PREFIXES, DYNAMIC_IMPORTS,
-                         ENGINE_ROOTS, FD_FUNCTIONS, FD_PATH, FRAME_ATTRIBUTES, FRAME_FUNCTIONS,
-                         GC_SCANS, HARMLESS_STORES, NATIVE_ROOTS, SENSITIVE_ROOTS, Finding,
-                         code_text, line_of, root_of)
+                         ENGINE_ROOTS, ENGINE_STORE, FD_FUNCTIONS, FD_PATH, FRAME_ATTRIBUTES,
+                         FRAME_FUNCTIONS, GC_SCANS, HARMLESS_STORES, NATIVE_ROOTS,
+                         SENSITIVE_ROOTS, Finding, code_text, line_of, root_of)
 
 def _is_chain_inner(node: ast.AST, parents: dict[int, ast.AST]) -> bool:
     parent = parents.get(id(node))
@@ -82,12 +81,23 @@ def _store_rule(a: Analysis, scope: Scope, target: ast.AST, line: int) -> None:
         path = None
         if v[0] == "lib" and attr is not None:
             path = f"{v[1]}.{attr}"
+        elif v == ("lib", "sys.modules") and isinstance(target, ast.Subscript):
+            key = a.fold(target.slice)      # the module replaced, when the key is constant
+            path = key if isinstance(key, str) else v[1]
         elif v[0] == "dict" or v == ("lib", "builtins") or v == ("lib", "sys.modules"):
             path = v[1]
         if path and not path.startswith(HARMLESS_STORES):
-            scope.tamper.append(Finding("tamper", "patch", line, code_text(target),
-                                        why=f"replaces `{path}` in a module the grader uses"))
+            scope.tamper.append(_patch_finding(path, line, code_text(target)))
             return
+
+
+def _patch_finding(path: str, line: int, code: str) -> Finding:
+    """A store into a library module is a doubt; into the engine's own modules it is proof."""
+    if root_of(path) in ENGINE_ROOTS:
+        return Finding("tamper", ENGINE_STORE, line, code,
+                       why=f"replaces `{path}` in the grader's own code")
+    return Finding("tamper", "patch", line, code,
+                   why=f"replaces `{path}` in a module the grader uses")
 
 
 def _value_rules(a: Analysis, scope: Scope, node: ast.AST, values: frozenset,
@@ -146,14 +156,14 @@ def _lib_rules(a: Analysis, scope: Scope, node: ast.AST, path: str, line: int) -
     elif path in CODEGEN:
         parent = a.parents.get(id(node))
         if not (isinstance(parent, ast.Call) and parent.func is node and parent.args
-                and isinstance(fold(parent.args[0]), str)):
+                and isinstance(a.fold(parent.args[0]), str)):
             scope.tamper.append(Finding("tamper", "codegen", line, code_text(node),
                                         why="runs code built at run time, which cannot be "
                                             "checked"))
     elif path in DYNAMIC_IMPORTS:
         parent = a.parents.get(id(node))
         if not (isinstance(parent, ast.Call) and parent.func is node and parent.args
-                and isinstance(fold(parent.args[0]), str)):
+                and isinstance(a.fold(parent.args[0]), str)):
             scope.tamper.append(Finding("tamper", "computed-name", line, code_text(node),
                                         why="imports a module named at run time"))
 
@@ -163,13 +173,13 @@ def _benign_modules_use(a: Analysis, node: ast.AST, path: str) -> bool:
     parent = a.parents.get(id(node))
     if path == "sys.modules":
         if isinstance(parent, ast.Subscript) and parent.value is node and \
-                isinstance(parent.ctx, ast.Load) and isinstance(fold(parent.slice), str):
+                isinstance(parent.ctx, ast.Load) and isinstance(a.fold(parent.slice), str):
             return True
         return isinstance(parent, ast.Compare) and node in parent.comparators and \
             all(isinstance(op, (ast.In, ast.NotIn)) for op in parent.ops)
     if path in ("sys.modules.get", "sys.modules.__contains__", "sys.modules.__getitem__"):
         return isinstance(parent, ast.Call) and parent.func is node and bool(parent.args) \
-            and isinstance(fold(parent.args[0]), str)
+            and isinstance(a.fold(parent.args[0]), str)
     return False
 
 
@@ -182,12 +192,10 @@ def _call_rules(a: Analysis, scope: Scope, node: ast.Call, line: int) -> None:
         if path in ("builtins.setattr", "builtins.delattr") and node.args:
             for v in a.value(node.args[0], scope):
                 if v[0] == "lib":
-                    name = fold(node.args[1]) if len(node.args) > 1 else None
+                    name = a.fold(node.args[1]) if len(node.args) > 1 else None
                     full = f"{v[1]}.{name}" if isinstance(name, str) else v[1]
                     if not full.startswith(HARMLESS_STORES):
-                        scope.tamper.append(Finding(
-                            "tamper", "patch", line, code_text(node),
-                            why=f"replaces `{full}` in a module the grader uses"))
+                        scope.tamper.append(_patch_finding(full, line, code_text(node)))
                         break
         if path == "os.closerange":
             scope.tamper.append(Finding("tamper", "channel", line, code_text(node),
@@ -208,7 +216,7 @@ def _call_rules(a: Analysis, scope: Scope, node: ast.Call, line: int) -> None:
                     break
         if root_of(path) in ("os", "io", "builtins", "pathlib", "glob", "shutil", "socket"):
             for arg in node.args[:2]:
-                s = fold(arg)
+                s = a.fold(arg)
                 if isinstance(s, str) and FD_PATH.search(s):
                     scope.tamper.append(Finding(
                         "tamper", "channel", line, code_text(node),
@@ -217,7 +225,7 @@ def _call_rules(a: Analysis, scope: Scope, node: ast.Call, line: int) -> None:
     for v in funcs:
         # exec/eval of a constant: its code is scanned as if written here
         if v == ("lib", "builtins.exec") or v == ("lib", "builtins.eval"):
-            src = fold(node.args[0]) if node.args else None
+            src = a.fold(node.args[0]) if node.args else None
             if isinstance(src, str):
                 _scan_snippet(a, scope, src, line)
 

@@ -34,6 +34,10 @@ def names_same_routine(component: str, forbidden_short: str) -> bool:
 
 def disables_function_modes(path: str) -> bool:
     flat = path.replace("_", "").lower()
+    # `DisableTorchFunctionSubclass` is what a tensor subclass's own `__torch_function__`
+    # uses to call the default implementation; it leaves modes (the grader's) in place.
+    if flat.endswith("disabletorchfunctionsubclass"):
+        return False
     return root_of(path) == "torch" and ("torchfunction" in flat or "pythondispatch" in flat
                                        or path.startswith("torch.overrides"))
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 import ast
 from typing import Iterable
 
-from .folding import fold
+from .dead_code import DeadCode
+from .folding import Folder
 from .budget import Budget
 from .model import BUILTIN_NAMES, Collector, Scope, declarations
 from .vocabulary import DYNAMIC_IMPORTS, FD_SOURCES, MAX_DEPTH, MAX_VALUES
@@ -20,7 +21,9 @@ class Analysis:
 
     def __init__(self, tree: ast.Module, budget: Budget | None = None):
         self.budget = budget if budget is not None else Budget()
-        c = Collector(declarations(tree, self.budget), self.budget)
+        self.fold = Folder(self.budget)
+        c = Collector(declarations(tree, self.budget), self.budget, self.fold,
+                      DeadCode(tree, self.fold, self.budget))
         self.module = c.new_scope("module", tree, None)
         for stmt in tree.body:
             c.link(tree, stmt)
@@ -34,6 +37,11 @@ class Analysis:
         self._expr_memo: dict[int, frozenset] = {}
         self._name_memo: dict[tuple[int, str], frozenset] = {}
         self._busy: set = set()
+        # Graded function -> the contract's parameter names (the grader passes only those).
+        self.contracts: dict[str, list[str]] = {}
+        self.graded: set[str] = set()
+        self._uses: dict[str, list[tuple[ast.Name, Scope]]] | None = None
+        self._sites: dict[tuple[str, int], list | None] = {}
 
     # -- values
     def lookup(self, scope: Scope, name: str) -> list[tuple] | None:
@@ -77,15 +85,90 @@ class Analysis:
                 out |= {v for v in self.value(b[1], self.scopes[b[2]], depth + 1)
                         if v[0] != "container"}
             elif kind == "param":
-                out.add(UNKNOWN)
-                if b[1] is not None:
-                    out |= self.value(b[1], self.scopes[b[2]], depth + 1)
+                known = self._param_values(self.scopes[b[3]], b[4], b[1], self.scopes[b[2]],
+                                           depth + 1)
+                if known is None:
+                    out.add(UNKNOWN)
+                    if b[1] is not None:
+                        out |= self.value(b[1], self.scopes[b[2]], depth + 1)
+                else:
+                    out |= known
             else:
                 out.add(UNKNOWN)
         self._busy.discard(key)
         result = self._cap(out)
         self._name_memo[key] = result
         return result
+
+    def _param_values(self, fn: Scope, name: str, default: ast.AST | None, outer: Scope,
+                      depth: int) -> set | None:
+        """Every value a parameter of a module-level function can have, when all its callers
+        are known: the calls in this module (code that runs when graded) and, for a graded
+        function, the grader, which passes only the contract's parameters (a parameter of the
+        student's own, `activation="relu"`, keeps its default). None when a caller is unknown
+        (the function is passed around, decorated, called with `*args`...)."""
+        node = fn.node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or \
+                node.decorator_list or fn.parent is not self.module:
+            return None
+        args = node.args
+        positional = [a.arg for a in args.posonlyargs + args.args]
+        if name not in positional and name not in [a.arg for a in args.kwonlyargs]:
+            return None                 # *args, **kwargs
+        contract = self.contracts.get(node.name)
+        if contract is None and node.name in self.graded:
+            return None                 # called by the grader, with parameters not known here
+        if contract is not None:
+            index = positional.index(name) if name in positional else len(contract)
+            if name in contract or index < len(contract):
+                return None             # the grader passes it
+        sites = self._call_sites(node.name, fn.index)
+        if sites is None:
+            return None
+        out: set = set()
+        for call, scope in sites:
+            self.budget.step()
+            if any(isinstance(a, ast.Starred) for a in call.args) or \
+                    any(k.arg is None for k in call.keywords):
+                return None
+            passed = None
+            if name in positional and positional.index(name) < len(call.args):
+                passed = call.args[positional.index(name)]
+            for k in call.keywords:
+                if k.arg == name:
+                    passed = k.value
+            if passed is None:
+                if default is None:
+                    return None
+                continue
+            out |= self.value(passed, scope, depth)
+        if default is not None:
+            out |= self.value(default, outer, depth)
+        return out or None
+
+    def _call_sites(self, name: str, index: int) -> list[tuple[ast.Call, Scope]] | None:
+        """The calls `name(...)` that reach the function of scope `index`, or None when the
+        function is also used otherwise (passed as a value, stored, returned)."""
+        if (name, index) in self._sites:
+            return self._sites[(name, index)]
+        self._sites[(name, index)] = None      # while being computed (and if it escapes)
+        if self._uses is None:
+            self._uses = {}
+            for s in self.scopes:
+                for n in s.nodes:
+                    if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+                        self._uses.setdefault(n.id, []).append((n, s))
+        sites = []
+        for n, s in self._uses.get(name, []):
+            self.budget.step()
+            if ("user", index) not in (self.lookup(s, name) or []):
+                continue
+            parent = self.parents.get(id(n))
+            if not (isinstance(parent, ast.Call) and parent.func is n):
+                return None
+            sites.append((parent, s))
+        self._sites[(name, index)] = sites
+        return sites
 
     @staticmethod
     def _cap(values: set) -> frozenset:
@@ -118,7 +201,7 @@ class Analysis:
     def _value(self, node: ast.AST, scope: Scope, depth: int) -> set:
         d = depth + 1
         if isinstance(node, (ast.BinOp, ast.JoinedStr, ast.Call, ast.Subscript)):
-            folded = fold(node)
+            folded = self.fold(node)
             if isinstance(folded, str):
                 return {("const", folded)}
         if isinstance(node, ast.Name):
@@ -132,7 +215,7 @@ class Analysis:
             return self._call(node, scope, d)
         if isinstance(node, ast.Subscript):
             base = self.value(node.value, scope, d)
-            key = fold(node.slice)
+            key = self.fold(node.slice)
             out = set()
             for v in base:
                 if v[0] == "dict" and isinstance(key, str):
@@ -165,14 +248,14 @@ class Analysis:
             return set(self.value(node.value, scope, d))
         if isinstance(node, ast.Lambda):
             return {("user", self._scope_of_node(node))}
-        folded = fold(node)
+        folded = self.fold(node)
         if folded is not None:
             return {("const", folded)}
         return {UNKNOWN}
 
     def _names(self, node: ast.AST, scope: Scope, d: int) -> list[str] | None:
         """The constant strings an expression can be (a literal, or names bound to them)."""
-        folded = fold(node)
+        folded = self.fold(node)
         if isinstance(folded, str):
             return [folded]
         values = self.value(node, scope, d)
@@ -200,7 +283,7 @@ class Analysis:
                     else:
                         out |= {("dyn", v[1]) if v[0] == "lib" else UNKNOWN for v in base}
                 elif path in DYNAMIC_IMPORTS and args:
-                    name = fold(args[0])
+                    name = self.fold(args[0])
                     if isinstance(name, str):
                         full = path == "importlib.import_module" or any(
                             k.arg == "fromlist" for k in node.keywords) or len(args) >= 4
@@ -215,14 +298,14 @@ class Analysis:
                               "torch.vmap", "torch.func.vmap") and args:
                     out |= self.value(args[0], scope, d)
                 elif path in ("operator.attrgetter", "operator.methodcaller") and args:
-                    name = fold(args[0])
+                    name = self.fold(args[0])
                     out.add(("attr", name) if isinstance(name, str) else UNKNOWN)
                 elif path in FD_SOURCES or path.endswith(".fileno"):
                     out.add(("fd",))
                 else:
                     out.add(("libcall", path))
             elif kind == "dictget" and args:
-                name = fold(args[0])
+                name = self.fold(args[0])
                 if isinstance(name, str):
                     out.add(("lib", name if f[1] == "sys.modules" else f"{f[1]}.{name}"))
             elif kind == "user" and self.scopes[f[1]].kind == "class":
@@ -237,7 +320,7 @@ class Analysis:
         if isinstance(node.func, ast.Attribute) and node.func.attr in ("get", "__getitem__") \
                 and args:
             base = self.value(node.func.value, scope, d)
-            name = fold(args[0])
+            name = self.fold(args[0])
             if ("lib", "sys.modules") in base and isinstance(name, str):
                 out.add(("lib", name))
         return out

@@ -14,6 +14,10 @@ MAX_FINDINGS = 200       # per kind, per submission
 MAX_TEXT = 80
 
 ENGINE_ROOTS = {"autograder", "__main__"}
+# The one kind of tampering the scan proves by itself: a store (assignment, `del`, `setattr`)
+# into the engine's own modules, resolved statically. Every other finding is a doubt for review.
+ENGINE_STORE = "engine-store"
+PROVEN_RULES = {ENGINE_STORE}
 DECOMPOSITION_PREFIXES = ("torch._decomp", "torch._refs", "torch._prims")
 FRAME_FUNCTIONS = {
     "sys._getframe", "sys._current_frames", "sys.settrace", "sys.setprofile",
@@ -49,6 +53,10 @@ HARMLESS_STORES = ("sys.stdout", "sys.stderr", "sys.stdin", "sys.path", "sys.arg
 EQUIVALENT = {"softmax": ("softmin",)}
 
 INTEGRITY_MESSAGE = "integrity: this submission modifies the grader; flagged for review"
+# Doubts of the scan (what it cannot resolve, or code that could touch the grader but is not
+# proven to): flagged for the instructor, no points taken.
+REVIEW_MESSAGE = ("integrity: the source has code the grader could not check; flagged for "
+                  "review, no points taken for it")
 # A source over the scan's budget: not checked, so flagged (a cheater could pad a file), but
 # its points are kept: the instructor decides.
 CUT_SHORT_MESSAGE = ("integrity: this file is too large to check for changes to the grader; "
@@ -59,7 +67,7 @@ CUT_SHORT_MESSAGE = ("integrity: this file is too large to check for changes to 
 class Finding:
     """One thing found in the source: where, what the code says, and why it matters."""
 
-    kind: str          # "forbidden" (a library shortcut) or "tamper"
+    kind: str          # "forbidden" (a library shortcut), "tamper" (proven) or "review"
     rule: str          # short id: "library", "method", "computed-name", "engine", "frames"...
     line: int
     code: str          # the expression as written (clipped)

@@ -373,7 +373,7 @@ HONEST = {
 def test_honest_idioms_are_not_shortcuts(name):
     result = scan(HONEST[name])
     assert result.forbidden("softmax", SOFTMAX) == [], name
-    assert result.tamper == [], name
+    assert result.tamper == [] and result.review == [], name
 
 
 def test_routine_names():
@@ -426,10 +426,38 @@ TAMPER = {
 
 
 @pytest.mark.parametrize("name", sorted(TAMPER))
-def test_every_way_of_touching_the_grader_is_flagged(name):
+def test_every_way_of_touching_the_grader_is_flagged_for_review(name):
+    """Each is a doubt (the worker's run-time checks decide what it did), never proof."""
     result = scan(TAMPER[name])
-    assert result.tamper, name
-    assert all(f.kind == "tamper" and f.line >= 1 for f in result.tamper)
+    assert result.review, name
+    assert all(f.kind == "review" and f.line >= 1 for f in result.review)
+    assert result.tamper == [], name
+
+
+# Stores into the engine's own modules, resolved statically: the proof that withholds points.
+PROVEN = {
+    "an attribute of the engine through sys.modules.get":
+        "import sys\nm = sys.modules.get('autograder.sandbox.execute')\n"
+        "m._ForbiddenFunctions.__torch_function__ = None\n",
+    "setattr on an imported engine module":
+        "import autograder.sandbox.worker as w\nsetattr(w, 'run_call', print)\n",
+    "an engine entry of sys.modules replaced":
+        "import sys\nsys.modules['autograder.sandbox.execute'] = None\n",
+    "the engine's namespace through vars()":
+        "import importlib\nvars(importlib.import_module('autograder.sandbox.worker'))"
+        "['run_call'] = print\n",
+    "a del in the engine": "import autograder.sandbox.worker as w\ndel w.run_call\n",
+    "inside a helper, with a built name":
+        "import sys\ndef _off():\n    e = sys.modules['auto' + 'grader.sandbox.execute']\n"
+        "    e._graph_nodes = lambda *a: set()\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(PROVEN))
+def test_a_store_into_the_engine_is_proven_tampering(name):
+    result = scan(PROVEN[name])
+    assert [f.rule for f in result.tamper] == ["engine-store"], name
+    assert result.tamper[0].kind == "tamper" and "grader's own code" in result.tamper[0].why
 
 
 NOT_TAMPER = {
@@ -460,19 +488,23 @@ NOT_TAMPER = {
 
 @pytest.mark.parametrize("name", sorted(NOT_TAMPER))
 def test_honest_uses_of_sys_gc_and_os_are_not_flagged(name):
-    assert scan(NOT_TAMPER[name]).tamper == [], name
+    result = scan(NOT_TAMPER[name])
+    assert result.tamper == [] and result.review == [], name
+
+
+ENGINE_STORE = "import sys\nsys.modules['autograder.sandbox.worker'].run_call = print\n"
 
 
 def test_tampering_at_import_can_affect_every_question():
-    reach = scan("import gc\nobjs = gc.get_objects()\ndef softmax(x):\n    return x\n")
+    reach = scan(ENGINE_STORE + "def softmax(x):\n    return x\n")
     assert list(reach.tamper_reach().values()) == [None]
 
 
 def test_tampering_inside_a_function_runs_from_its_first_call():
     src = """
-        import gc
+        import sys
         def _steal():
-            return gc.get_objects()
+            sys.modules["autograder.sandbox.worker"].run_call = print
         def layer_norm(x, g, b, eps=1e-5):
             return _steal()
         def transformer_block(x, params, n_heads, mask=None):
@@ -485,7 +517,8 @@ def test_tampering_inside_a_function_runs_from_its_first_call():
 
 
 def test_a_dead_function_counts_as_import_time():
-    reach = scan("import gc\ndef _unused():\n    return gc.get_objects()\n").tamper_reach()
+    source = "import sys\ndef _unused():\n    sys.modules['autograder.x'].y = 1\n"
+    reach = scan(source).tamper_reach()
     assert list(reach.values()) == [None]
 
 
@@ -519,7 +552,8 @@ SHORTCUT_FILES = {"softmax_calls_torch_softmax.py": {"softmax"},
 def test_no_false_findings_on_the_corpora(path: Path):
     name = "attention_numpy" if "numpy" in str(path.relative_to(ROOT)) else "attention"
     lists = _forbidden_lists(name)
-    result = scan_source(path.read_text(), list(lists))
-    assert result.tamper == []
+    contracts = {fn: sig.params for fn, sig in load_assignment(name).api.items()}
+    result = scan_source(path.read_text(), list(lists), contracts)    # as the grader does
+    assert result.tamper == [] and result.review == []
     flagged = {fn for fn, entries in lists.items() if result.forbidden(fn, entries)}
     assert flagged == SHORTCUT_FILES.get(path.name, set())
