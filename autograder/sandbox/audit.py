@@ -44,7 +44,7 @@ _ALWAYS = {
 }
 _WATCHED = set(_ALWAYS) | {"sys._getframe", "object.__getattr__", "object.__setattr__",
                            "code.__new__", "function.__new__", "marshal.loads", "marshal.load",
-                           "open", "import"}
+                           "open", "import", "compile"}
 
 
 def _code_of(obj) -> object | None:
@@ -74,6 +74,19 @@ def _standard_readers() -> tuple[set, set, set]:
     consumers = {_code_of(getattr(extract, "__func__", extract))}
     return ({c for c in readers if c is not None}, {c for c in generators if c is not None},
             {c for c in consumers if c is not None})
+
+
+def _library_dirs() -> tuple[str, ...]:
+    """Where the Python installation's and the installed packages' files are."""
+    import sysconfig
+
+    dirs = {sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+    dirs |= {sys.prefix, sys.base_prefix, sys.exec_prefix}
+    return tuple(sorted(d.rstrip("/") + "/" for d in dirs if d))
+
+
+def _is_library(filename: str, library: tuple[str, ...]) -> bool:
+    return filename.startswith(library) or filename.startswith("<frozen ")
 
 
 def _under_proc(path) -> bool:
@@ -106,6 +119,11 @@ def install(exit_worker, trusted: Iterable[object] = (),
             if code is not None:
                 loaders.add(code)
     trusted_codes = set(trusted)
+    library = _library_dirs()
+    import inspect
+    handouts = {inspect.__file__}
+    importers = {c for c in loaders} | {
+        _code_of(getattr(sys.modules.get("_frozen_importlib_external"), "source_to_code", None))}
     classes = {id(c) for c in engine_classes}
     logging_frame = find_caller = None
     logging_module = sys.modules.get("logging")
@@ -133,7 +151,13 @@ def install(exit_worker, trusted: Iterable[object] = (),
             return any(c in consumers for c in codes[1:])
         if logging_frame is not None and codes[0] is logging_frame:
             return len(codes) > 1 and codes[1] is find_caller
-        return False
+        # Other library code reading frames (typing_extensions, sympy's lazy import under
+        # torch...) keeps what it reads. The modules whose very job is handing frames to their
+        # caller (`inspect`) count as their first caller outside them: a library, or the student.
+        rest = chain(frame, 8)
+        while rest and rest[0].co_filename in handouts:
+            rest = rest[1:]
+        return bool(rest) and _is_library(rest[0].co_filename, library)
 
     def caller_in(frame, codes: set) -> bool:
         return frame is not None and frame.f_code in codes
@@ -155,6 +179,12 @@ def install(exit_worker, trusted: Iterable[object] = (),
             return None
         if event in ("code.__new__", "function.__new__"):
             return None if caller_in(frame, trusted_codes) else CODE
+        if event == "compile":
+            # A library's file name on the student's code would pass it for library code.
+            name = args[1] if len(args) > 1 else None
+            if isinstance(name, (str, bytes)) and _is_library(os.fsdecode(name), library):
+                return None if caller_in(frame, importers) else CODE
+            return None
         if event in ("marshal.loads", "marshal.load"):
             return None if caller_in(frame, loaders) else MARSHAL
         if event == "open":
