@@ -63,6 +63,42 @@ EXPECTED = {
                                              "split_heads": ("<=", 1)},
     "leak_secret_env_and_proc.py": {**FULL, "mask": ("<=", 4)},
 }
+# Routes to a library routine that no name list can enumerate: torch's dispatcher refuses the
+# operator itself while the question that forbids it runs (sandbox/guard.py).
+ROUTES = {
+    **{f"route_{n}_softmax.py": {**FULL, "softmax": 0}
+       for n in ("vars_runtime_key", "reduce_getattr", "torch_dict_private", "attrgetter_fstring",
+                 "list_and_getattr_fstring", "custom_function", "custom_backward_only",
+                 "sdpa_as")},
+    "route_native_layer_norm.py": {**FULL, "block": 0},
+    "route_group_norm_as_layer_norm.py": {**FULL, "block": 3},     # the 3 layer_norm cases
+    "route_mha_need_weights_attention.py": {**FULL, "multi_head": 0},
+}
+EXPECTED.update(ROUTES)
+STATUS_ROUTES = {(name, q): "forbidden call" for name, want in ROUTES.items()
+                 for q, score in want.items() if score != "full"}
+# Escapes the worker's audit hook refuses (sandbox/audit.py): hard evidence from how the worker
+# ended; at import they cost every question (status "integrity").
+ESCAPES = {
+    "route_pickle_loads_softmax.py": "unpickling",
+    "escape_import_module_ctypes.py": "ctypes",
+    "escape_proc_self_mem.py": "/proc",
+    "escape_frames_in_softmax.py": "frames",
+}
+# The probe of everything reachable without an audited call finds nothing of the engine (its
+# softmax would fail, naming it): what it would score is full marks but for the source scan.
+EXPECTED.update({
+    "reachability_probe.py": ZERO,
+    "route_pickle_loads_softmax.py": ZERO,
+    "escape_import_module_ctypes.py": ZERO,
+    "escape_proc_self_mem.py": ZERO,
+    "escape_frames_in_softmax.py": ZERO,
+    # The engine package is not importable in the sandbox's file view (an import error), and
+    # at a level where it is, importing it again is refused.
+    "escape_import_module_engine.py": ZERO,
+    "escape_sys_modules_next_engine_patch.py": ZERO,
+    "route_compile_softmax.py": ZERO,
+})
 # Files whose source touches the grader (its modules, sys.modules, frames, gc scans, ctypes,
 # the worker's channel, patched library internals) are flagged for review and, by default, get
 # no points (status "integrity") on every question: the touching code runs at import or in
@@ -86,6 +122,16 @@ FLAGGED = {
     "stack_frame_snooping.py": 0,
     "patch_engine_hides_forbidden_call.py": 29,                 # the engine via sys.modules
     "forge_missing_gradients.py": 29,
+    # Flagged by the source scan; the run-time checks alone would give these.
+    "reachability_probe.py": 29,         # softmax: the scan's doubt about the mode stacks
+    "escape_frames_in_softmax.py": 29,   # softmax: its frame read refused
+    "escape_import_module_ctypes.py": 0,
+    "escape_import_module_engine.py": 0,
+    "escape_sys_modules_next_engine_patch.py": 29,   # softmax calls torch.softmax
+    "route_compile_softmax.py": 29,
+    # Flagged by the audit hook only (no finding of the scan).
+    "escape_proc_self_mem.py": 0,
+    "route_pickle_loads_softmax.py": 0,
     # They patch the worker through sys.modules, and their reply is noted as malformed too.
     **{f"forged_reply_{kind}.py": 0
        for kind in ("bad_floats", "malformed_types", "non_string_params", "shared_buffer",
@@ -104,6 +150,7 @@ STATUS = {
     ("lying_tensor_subclass_softmax.py", "softmax"): "forbidden call",
 }
 STATUS.update({(name, q): "integrity" for name in FLAGGED for q in QUESTIONS})
+STATUS.update(STATUS_ROUTES)
 
 
 def check_flag(name: str, row: dict) -> None:
@@ -111,9 +158,11 @@ def check_flag(name: str, row: dict) -> None:
     if name not in FLAGGED:
         assert "integrity" not in row, (name, row.get("integrity"))
         return
-    assert row["integrity"] and any(n.startswith(
-        "integrity: this submission modifies the grader; flagged for review")
-        for n in row["notes"]), name
+    assert row["integrity"] and any(n.startswith((
+        "integrity: this submission modifies the grader; flagged for review",
+        "integrity: the grader refused")) for n in row["notes"]), name
+    if name in ESCAPES:
+        assert any(ESCAPES[name] in e for e in row["integrity_review"]["escapes"]), name
     review = row["integrity_review"]
     assert review["on_tamper"] == "zero" and review["questions"] == QUESTIONS
     want, before = FLAGGED[name], review["score_without_penalty"]

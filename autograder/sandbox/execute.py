@@ -35,6 +35,8 @@ from .guard import isolated, make_guard
 _ENGINE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _LIB_DIRS = tuple({os.path.dirname(os.__file__), sys.prefix, sys.base_prefix, sys.exec_prefix})
 MAX_MESSAGE = 400
+# The file names of code the engine builds (`guard.isolated`, the refusing code).
+_ENGINE_CODE = ("<grader>", "<forbidden routine>")
 
 
 # ----------------------------------------------------------------- inputs and paths
@@ -170,8 +172,11 @@ def _trace_calls(func: Callable, api: list[str], called: list[str]):
         f = g.get(name)
         if callable(f) and f is not func:
             saved[name] = f
-            g[name] = isolated(_TRACED, {"@note": seen.setdefault, "@name": name,
-                                         "@function": f}, name)
+            traced = isolated(_TRACED, {"@note": seen.setdefault, "@name": name,
+                                        "@function": f}, name)
+            # inspect.signature of the student's own function (a helper may ask) sees theirs.
+            traced.__wrapped__ = f
+            g[name] = traced
 
     def restore():
         for name, f in saved.items():
@@ -184,7 +189,7 @@ def _trace_calls(func: Callable, api: list[str], called: list[str]):
 # ----------------------------------------------------------------- errors
 
 def _is_student_frame(filename: str) -> bool:
-    if not filename or filename.startswith(_ENGINE_DIR):
+    if not filename or filename.startswith(_ENGINE_DIR) or filename in _ENGINE_CODE:
         return False
     if filename.startswith("<frozen") or "site-packages" in filename:
         return False
