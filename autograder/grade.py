@@ -244,7 +244,7 @@ def _grade_submission(assignment: Assignment, path: Path, sandbox: Sandbox,
     def finish(result: SubmissionResult) -> SubmissionResult:
         result = integrity.apply(result, scan, policy, log)
         # Escapes the worker's audit hook refused are hard evidence, whatever the scan says.
-        return integrity.withhold_for_escapes(result, session.escapes)
+        return integrity.withhold_for_escapes(result, session.escapes, policy)
 
     tripwires = tripwire_names(assignment)
     if tripwires:

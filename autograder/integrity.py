@@ -104,13 +104,15 @@ def _flag_unchecked(result: SubmissionResult, reason: str, policy: str) -> Submi
 ESCAPE_MESSAGE = "integrity: the grader refused"
 
 
-def withhold_for_escapes(result: SubmissionResult, escapes: list[dict]) -> SubmissionResult:
+def withhold_for_escapes(result: SubmissionResult, escapes: list[dict],
+                         policy: str = "zero") -> SubmissionResult:
     """Withhold the points of the questions during which the worker's audit hook refused an
     escape (`sandbox/audit.py`): hard evidence, read from how the worker ended, which nothing
     the student's process sends can forge or hide. An escape at import (`question` None)
     affects every question. Each affected case gets the status "integrity" and a message
-    saying which escape was refused; the row lists the escapes for review. Returns `result`
-    (changed in place)."""
+    saying which escape was refused; the row lists the escapes for review. The assignment's
+    `on_tamper` (`policy`) is recorded but does not apply: a refused escape is not a doubt.
+    Returns `result` (changed in place)."""
     if not escapes:
         return result
     order = list(result.questions)
@@ -135,6 +137,7 @@ def withhold_for_escapes(result: SubmissionResult, escapes: list[dict]) -> Submi
         for e in escapes]
     review = dict(result.integrity_review or {})
     review.setdefault("score_without_penalty", before)
+    review.setdefault("on_tamper", policy)
     review["questions"] = list(dict.fromkeys(list(review.get("questions", [])) + affected))
     review["escapes"] = kinds
     result.integrity_review = review

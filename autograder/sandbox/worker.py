@@ -38,16 +38,20 @@ def _engine_modules() -> list[str]:
 def protect() -> None:
     """Put the engine out of the student's reach, just before their source runs: the audit hook
     (refusing frames, gc scans, ctypes, code building, ...), no engine module in `sys.modules`
-    (importing one again is refused too), a `__main__` that is not the fork server's. Once per
+    (importing one again is refused too), a `__main__` emptied of the fork server's names. Once per
     worker process; never in the student's own process (`autograder check`)."""
     classes = [v for n in _engine_modules() for v in vars(sys.modules[n]).values()
                if isinstance(v, type) and str(getattr(v, "__module__", "")).startswith(ENGINE)]
     audit.install(_exit, trusted=guard.own_code(), engine_classes=classes)
     for name in _engine_modules():
         del sys.modules[name]
-    main = types.ModuleType("__main__")
-    main.__builtins__ = sys.modules["builtins"]
-    sys.modules["__main__"] = main
+    # The fork server's `__main__` holds its entry point, and libraries keep a reference to
+    # that module object (dill does): emptied, not merely replaced.
+    main = sys.modules.get("__main__")
+    if main is None:
+        main = sys.modules["__main__"] = types.ModuleType("__main__")
+    vars(main).clear()
+    vars(main).update({"__name__": "__main__", "__builtins__": sys.modules["builtins"]})
 
 
 class Channel:

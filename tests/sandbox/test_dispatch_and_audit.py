@@ -316,39 +316,49 @@ from pathlib import Path
 from autograder import integrity
 from autograder.assignment import load_assignment
 from autograder.grade import grade_submission
-from autograder.sandbox import Sandbox, worker
+from autograder.sandbox import Sandbox
+from autograder.static_scan import ScanResult
 
-integrity.tamper_policy = lambda a: "flag"    # the run-time evidence alone, not the scan's
-keep = sys.argv[2]
-if keep:   # the defence deliberately broken: one engine module stays in sys.modules
-    everything = worker._engine_modules
-    worker._engine_modules = lambda: [n for n in everything() if n != keep]
-sandbox = Sandbox(sys.argv[3], share_torch=bool(keep))
+# The run-time evidence alone: the source scan's doubts (the probe names the mode stacks) would
+# hide the probe's own report.
+integrity.tamper_policy = lambda a: "flag"
+ScanResult.forbidden = lambda self, *args: []
+sandbox = Sandbox("auto")
 try:
     row = grade_submission(load_assignment("attention"), Path(sys.argv[1]), sandbox).to_json()
 finally:
     sandbox.close()
 print(json.dumps(row["questions"]["softmax"]))
 """
+ROOT = Path(__file__).resolve().parents[2]
 
 
-def _probe(level: str, keep: str = "") -> dict:
-    root = Path(__file__).resolve().parents[2]
-    r = subprocess.run([sys.executable, "-c", PROBE_SCRIPT, str(HOSTILE / "reachability_probe.py"),
-                        keep, level], capture_output=True, text=True, cwd=root, timeout=600)
+def _probe(root: Path = ROOT) -> dict:
+    r = subprocess.run([sys.executable, "-c", PROBE_SCRIPT, str(HOSTILE / "reachability_probe.py")],
+                       capture_output=True, text=True, cwd=root, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
 def test_the_probe_finds_no_engine_object_in_the_worker():
-    softmax = _probe("auto")
-    # The scan's doubts aside (the probe names the mode stacks), the run found nothing.
-    assert "REACHABLE" not in softmax["feedback"], softmax["feedback"]
-    assert softmax["status"] in ("passed", "forbidden call"), softmax["feedback"]
+    softmax = _probe()
+    assert softmax["status"] == "passed", softmax["feedback"]
 
 
-def test_the_probe_finds_an_engine_module_left_in_sys_modules():
-    """The same probe fails when the defence is broken on purpose: the test can fail."""
-    softmax = _probe("rlimits", keep="autograder.sandbox.execute")
+def test_the_probe_finds_an_engine_module_left_in_sys_modules(tmp_path):
+    """The same probe fails when the defence is broken on purpose (a copy of the engine whose
+    worker leaves one module in sys.modules): the test above can fail."""
+    for part in ("autograder", "assignments", "reference", "student_template"):
+        shutil.copytree(ROOT / part, tmp_path / part,
+                        ignore=shutil.ignore_patterns("__pycache__", "snapshots-*"))
+    worker = tmp_path / "autograder" / "sandbox" / "worker.py"
+    text = worker.read_text()
+    broken = text.replace("    for name in _engine_modules():\n        del sys.modules[name]",
+                          "    for name in _engine_modules():\n"
+                          "        if name != 'autograder.sandbox.execute':\n"
+                          "            del sys.modules[name]")
+    assert broken != text
+    worker.write_text(broken)
+    softmax = _probe(tmp_path)
     assert "REACHABLE" in softmax["feedback"] and "autograder.sandbox.execute" in \
         softmax["feedback"], softmax["feedback"]

@@ -116,27 +116,43 @@ def _roots(args):
     yield "torch.library", [vars(library).get("_impls"), vars(library).get("_keep_alive")]
 
 
+def _describe(obj) -> str:
+    try:
+        if isinstance(obj, types.ModuleType):
+            return f"module {obj.__name__}"
+        if isinstance(obj, (type, types.FunctionType)):
+            return f"{type(obj).__name__} {obj.__qualname__}"
+        return type(obj).__name__
+    except Exception:  # noqa: BLE001
+        return "?"
+
+
 def probe(*args) -> list[str]:
+    """What of the engine is reachable, each with the path that led to it."""
     found: dict[str, str] = {}
-    seen: set[int] = set()
-    keep = []            # keeps visited objects alive, so their ids stay unique
+    seen: dict[int, int | None] = {}     # id -> id of the object it was reached from
+    keep = {}            # keeps visited objects alive, so their ids stay unique
     for label, root in _roots(args):
-        stack = [root]
+        stack = [(root, None)]
         while stack and len(seen) < LIMIT:
-            obj = stack.pop()
+            obj, parent = stack.pop()
             if id(obj) in seen:
                 continue
-            seen.add(id(obj))
-            keep.append(obj)
+            seen[id(obj)] = parent
+            keep[id(obj)] = obj
             what = _is_engine(obj)
             if what is not None:
-                found.setdefault(what, label)
+                path, at = [], parent
+                while at is not None and len(path) < 12:
+                    path.append(_describe(keep[at]))
+                    at = seen[at]
+                found.setdefault(what, f"{label}: " + " <- ".join(path))
                 continue
             try:
-                stack.extend(_children(obj))
+                stack.extend((child, id(obj)) for child in _children(obj))
             except Exception:  # noqa: BLE001 - an object that resists being read
                 pass
-    return [f"{what} (from {label})" for what, label in found.items()]
+    return [f"{what} (from {where})" for what, where in found.items()]
 
 
 def _softmax(x, dim=-1):
