@@ -196,6 +196,7 @@ def _check_question_file(qid: str, path: Path, source: str) -> list[LintError]:
             errors.append(LintError(path, node.lineno, f"Question({node.args[0].value!r}) does "
                                     f"not name the question {qid!r}",
                                     f"write `Question(name, ...)` or `Question(\"{qid}\", ...)`"))
+    errors += _check_forbidden(path, tree)
     for node in tree.body:
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
@@ -212,6 +213,37 @@ def _check_question_file(qid: str, path: Path, source: str) -> list[LintError]:
                 errors.append(LintError(path, dec.lineno, f"the hidden case {node.name} has no "
                                         "points (it can fail without costing anything)",
                                         "give it `points=` greater than 0, or make it public"))
+    return errors
+
+
+def _check_forbidden(path: Path, tree: ast.Module) -> list[LintError]:
+    """Each forbidden torch routine of a `Question(...)` must map to aten operators that the
+    installed torch has: the worker refuses the routine at the dispatcher, by operator, so a
+    routine it cannot map (a typo, a name the table does not know) would not be refused."""
+    from .sandbox.forbidden_ops import missing_ops, routine_ops, unmapped
+
+    errors = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                and node.func.id == "Question"):
+            continue
+        value = next((k.value for k in node.keywords if k.arg == "forbidden"), None)
+        if not isinstance(value, (ast.List, ast.Tuple)):
+            continue
+        names = [e.value for e in value.elts if isinstance(e, ast.Constant)
+                 and isinstance(e.value, str)]
+        for name in unmapped(names):
+            errors.append(LintError(
+                path, node.lineno, f"the forbidden routine `{name}` maps to no operator of "
+                "torch's dispatcher, so no route to it would be refused",
+                "use a name listed in autograder/sandbox/forbidden_ops.py, or add its "
+                "operators there"))
+        for op in missing_ops(names):
+            routine = routine_ops(names)[op]
+            errors.append(LintError(
+                path, node.lineno, f"`{routine}` maps to aten::{op}, which the installed torch "
+                "does not have", "remove the operator from autograder/sandbox/forbidden_ops.py "
+                "or install the torch the grader pins"))
     return errors
 
 

@@ -362,3 +362,11 @@ def test_the_probe_finds_an_engine_module_left_in_sys_modules(tmp_path):
     softmax = _probe(tmp_path)
     assert "REACHABLE" in softmax["feedback"] and "autograder.sandbox.execute" in \
         softmax["feedback"], softmax["feedback"]
+
+
+def test_lint_refuses_a_forbidden_routine_the_dispatcher_cannot_map(tmp_path):
+    from autograder.lint import _check_question_file
+
+    source = 'name = "softmax"\nq = Question(name, forbidden=["torch.softmx", "torch.softmax"])\n'
+    errors = _check_question_file("softmax", tmp_path / "softmax.py", source)
+    assert [e.line for e in errors] == [2] and "`torch.softmx`" in errors[0].message
