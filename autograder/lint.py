@@ -217,9 +217,9 @@ def _check_question_file(qid: str, path: Path, source: str) -> list[LintError]:
 
 
 def _check_forbidden(path: Path, tree: ast.Module) -> list[LintError]:
-    """Each forbidden torch routine of a `Question(...)` must map to aten operators that the
-    installed torch has: the worker refuses the routine at the dispatcher, by operator, so a
-    routine it cannot map (a typo, a name the table does not know) would not be refused."""
+    """Each forbidden torch routine of a `Question(...)` must exist: mapped to aten operators
+    the installed torch has (refused at the dispatcher, whatever the route), or at least a
+    function of the installed torch (refused by name); a typo would be refused nowhere."""
     from .sandbox.forbidden_ops import missing_ops, routine_ops, unmapped
 
     errors = []
@@ -234,10 +234,9 @@ def _check_forbidden(path: Path, tree: ast.Module) -> list[LintError]:
                  and isinstance(e.value, str)]
         for name in unmapped(names):
             errors.append(LintError(
-                path, node.lineno, f"the forbidden routine `{name}` maps to no operator of "
-                "torch's dispatcher, so no route to it would be refused",
-                "use a name listed in autograder/sandbox/forbidden_ops.py, or add its "
-                "operators there"))
+                path, node.lineno, f"the forbidden routine `{name}` is not in the installed "
+                "torch, nor mapped to operators of its dispatcher, so nothing would refuse it",
+                "correct the name, or map it in autograder/sandbox/forbidden_ops.py"))
         for op in missing_ops(names):
             routine = routine_ops(names)[op]
             errors.append(LintError(

@@ -339,16 +339,28 @@ def _gradients(output: Any, upstream: Any, diff: list) -> tuple[dict | None, str
     if not pairs:
         return grads, "detached"
     try:
-        # The gradient of sum(output * upstream) is the vector-Jacobian product with the
-        # upstream gradient, exactly; a scalar loss also spares autograd.grad's lazy import of
-        # the symbolic-shapes machinery (sympy, ~0.5 s) that explicit grad_outputs trigger.
-        loss = sum((g * u).sum() for g, u in pairs)
-        result = torch.autograd.grad(loss, [t for _, t in diff], allow_unused=True)
+        # The vector-Jacobian product with the upstream gradients, by autograd's engine itself:
+        # no arithmetic of the grader's own runs while the question's routines are refused (a
+        # loss `sum(output * upstream)` would meet a forbidden `torch.mul`), and it spares
+        # `autograd.grad`'s lazy import of the symbolic-shapes machinery (sympy, ~0.5 s), which
+        # explicit gradients there trigger. Shapes were checked above.
+        result = _vjp(tuple(g for g, _ in pairs), tuple(u for _, u in pairs),
+                      tuple(t for _, t in diff))
     except BaseException as exc:  # noqa: BLE001
         return None, "backward failed: " + _clip(f"{type(exc).__name__}: {exc}", 200)
     for (p, _), g in zip(diff, result):
         grads[path_key(p)] = None if g is None else g.detach()
     return grads, None
+
+
+def _vjp(outputs: tuple, upstreams: tuple, inputs: tuple) -> tuple:
+    """Gradients reaching `inputs` of `outputs` weighted by `upstreams` (None where none does)."""
+    from torch.autograd.variable import Variable
+
+    engine = getattr(Variable, "_execution_engine", None)
+    if engine is None:     # not this torch's layout: the public API (slower on first use)
+        return torch.autograd.grad(outputs, inputs, grad_outputs=upstreams, allow_unused=True)
+    return engine.run_backward(outputs, upstreams, False, False, inputs, True, False)
 
 
 def _get_out(output, path):

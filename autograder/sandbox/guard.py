@@ -149,6 +149,7 @@ def make_guard(on_hit: Callable[[int], Any], offset: int = 0, limit: int = 1 << 
                 for key in kernel_keys(overload):
                     registrations.append((overload, key, kernel(names.index(routine))))
         swaps = []
+        mapped = routine_ops(names).values()
         for index, name in enumerate(names):
             if "." not in name or name.startswith("autograd."):
                 continue
@@ -160,7 +161,9 @@ def make_guard(on_hit: Callable[[int], Any], offset: int = 0, limit: int = 1 << 
                 # In place: every reference to this function object meets the refusal.
                 swaps.append((function, "__code__", _bind(template, {
                     "@on_hit": on_hit, "@index": offset + min(index, limit - 1)})))
-            elif not _is_torch(name):   # torch's built-ins are refused at the dispatcher
+            elif not _is_torch(name) or name not in mapped:
+                # A built-in the dispatcher table maps is refused there; any other is replaced
+                # by name where it lives (`torch.mul`, whose operator `2 * x` reaches too).
                 homes = [(owner, attr)]
                 home = sys.modules.get(getattr(function, "__module__", None) or "")
                 short = getattr(function, "__name__", None)
