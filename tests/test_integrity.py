@@ -66,11 +66,12 @@ def test_patching_the_engine_at_import_costs_every_question(grade, name):
 # ------------------------------------------------------------------ flag only: grades stand
 
 def test_flag_only_keeps_grades_and_the_static_scan_still_forbids(grade_flag_only):
-    """The worker's own check was switched off; the trusted scan still sees F.softmax."""
+    """The patch cannot switch the dispatcher's refusal off: the run itself is hard evidence
+    of the library softmax, and the row is still flagged for the patch."""
     result = grade_flag_only(HOSTILE / "patch_engine_hides_forbidden_call.py")
     assert scores(result) == full_except(softmax=(0.0, "forbidden call"))
     feedback = result.questions["softmax"].feedback()
-    assert "F.softmax" in feedback and "called `" not in feedback   # the worker saw nothing
+    assert "softmax called `torch.nn.functional.softmax`" in feedback
     assert result.notes[0].startswith(INTEGRITY_MESSAGE)
     assert result.to_json()["integrity_review"]["on_tamper"] == "flag"
 
