@@ -24,7 +24,7 @@ from .signatures import signature_note
 from .runner import (QuestionStopped, failed_everywhere, grade_functions, internal_error,
                      malformed_reply, tripwire_names)
 from .sandbox import Sandbox, SandboxError
-from .sandbox.session import MalformedReply, WorkerSession, WorkerStopped
+from .sandbox.session import MalformedReply, WorkerSession, WorkerStopped, forbidden_message
 from .static_scan import ScanResult, scan_source
 from .submissions import Submission, UnreadableSubmission, read_submission
 from .tensor_cache import TensorMemo
@@ -54,7 +54,15 @@ class RemoteFunction:
             outcome = self._session.call(self.__name__, args, kwargs, upstream=upstream,
                                          want_grad=want_grad, forbidden=forbidden)
         except WorkerStopped as e:
-            raise QuestionStopped(e.status, e.message) from None
+            message = e.message
+            routines = getattr(e, "routines", None)
+            if routines and self._scan is not None and forbidden:
+                # The run is the evidence; the scan, where it found the route, says where.
+                found = self._scan.forbidden(self.__name__, list(forbidden))
+                if found:
+                    message = forbidden_message(self.__name__, routines, e.noun,
+                                                [f.describe() for f in found])
+            raise QuestionStopped(e.status, message) from None
         if outcome.get("unchecked"):
             self._session.unchecked = outcome["unchecked"]
         if self._scan is not None and forbidden:

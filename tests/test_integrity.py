@@ -81,7 +81,9 @@ def test_forged_missing_gradients_fail_the_cases_that_ask_for_them(grade_flag_on
     assert scores(result) == full_except(softmax=(0.0, "failed"))
     for c in result.questions["softmax"].cases:
         assert c.status == "failed" and c.kind == "gradient"
-        assert "no gradients came back from softmax" in c.message
+        # The engine is no longer in sys.modules, so the forgery itself fails: the gradient
+        # that is truly missing (softmax detaches) is what the case reports.
+        assert "no gradient" in c.message and "softmax" in c.message
 
 
 def test_a_shortcut_only_the_source_shows_is_a_forbidden_call(grade):
@@ -106,8 +108,12 @@ def test_tampering_inside_one_function_costs_the_questions_from_its_first_call(g
     path.write_text(src)
     result = grade(path)
     assert scores(result) == full_except(block=(0.0, "integrity"))
+    # The audit hook refused the heap scan as it happened: without the scan's penalty, block
+    # still has nothing (hard evidence), and the row names the escape.
     assert result.to_json()["integrity_review"] == {
-        "on_tamper": "zero", "questions": ["block"], "score_without_penalty": 35.0}
+        "on_tamper": "zero", "questions": ["block"], "score_without_penalty": 29.0,
+        "escapes": ["listing the interpreter's objects (gc.get_objects, get_referrers, "
+                    "get_referents)"]}
 
 
 # ------------------------------------------------------------------ what the instructor sees

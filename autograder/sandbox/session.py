@@ -178,7 +178,10 @@ class WorkerSession:
         or an escape, recorded for `integrity.withhold_for_escapes`."""
         if e.kind == "forbidden":
             routine = forbidden[e.index] if e.index < len(forbidden) else "a forbidden routine"
-            return WorkerStopped("forbidden", forbidden_message(fn or "your code", [routine], noun))
+            stopped = WorkerStopped("forbidden", forbidden_message(fn or "your code", [routine],
+                                                                  noun))
+            stopped.routines, stopped.noun = [routine], noun
+            return stopped
         what = ESCAPES[e.index]
         question = self.question if fn is not None else None
         if not any(x["escape"] == what and x["question"] == question for x in self.escapes):
@@ -340,8 +343,11 @@ def _death(info: dict, doing: str) -> tuple[str, str]:
     return "error", f"the process {what} while {doing}"
 
 
-def forbidden_message(fn: str, routines: list[str], noun: str = "tensor") -> str:
-    """The feedback of a forbidden call, naming the routines as the assignment names them."""
+def forbidden_message(fn: str, routines: list[str], noun: str = "tensor",
+                      source: list[str] = ()) -> str:
+    """The feedback of a forbidden call, naming the routines as the assignment names them, and
+    where the source shows the route when the trusted scan found it."""
     names = ", ".join(f"`{r}`" for r in routines)
-    return (f"{fn} called {names}, which this question asks you to write yourself; implement it "
-            f"with basic {noun} operations")
+    shows = f" (your source: {'; '.join(source[:3])})" if source else ""
+    return (f"{fn} called {names}{shows}, which this question asks you to write yourself; "
+            f"implement it with basic {noun} operations")
