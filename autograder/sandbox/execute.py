@@ -155,7 +155,8 @@ def guard_problems() -> list[str]:
 
 # ----------------------------------------------------------------- call tracing
 
-_TRACED = 'def traced(*args, **kwargs):\n    "@note"("@name")\n    return "@function"(*args, **kwargs)\n'
+_TRACED = ('def traced(*args, **kwargs):\n    "@note"("@name")\n'
+           '    return "@function"(*args, **kwargs)\n')
 
 
 def _trace_calls(func: Callable, api: list[str], called: list[str]):

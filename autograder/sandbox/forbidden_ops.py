@@ -12,8 +12,8 @@ group, batch and instance norm (each can be used as a layer norm). Measured with
 
 A torch routine the table does not list (`torch.mul` in an author's own assignment) is refused
 by name only, where the function is (`guard.py`): its operator is also what honest code such as
-`2 * x` reaches. An operator missing from the installed torch is skipped at run time (older versions lack some
-of them); `autograder lint` says which ones are missing.
+`2 * x` reaches. An operator missing from the installed torch is skipped at run time (older
+versions lack some of them); `autograder lint` says which ones are missing.
 """
 from __future__ import annotations
 

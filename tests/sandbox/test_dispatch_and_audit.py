@@ -58,8 +58,9 @@ ROUTES = {
                       .to_padded_tensor(0.0)[0] + 0 * x[0]),
     "sdpa 3-d (math path)": (ATTENTION, lambda x: torch.nn.functional.scaled_dot_product_attention(
         x, x, x)),
-    "sdpa 4-d (fused kernel)": (ATTENTION, lambda x: torch.nn.functional.scaled_dot_product_attention(
-        x[None], x[None], x[None])[0]),
+    "sdpa 4-d (fused kernel)": (ATTENTION, lambda x:
+                                torch.nn.functional.scaled_dot_product_attention(
+                                    x[None], x[None], x[None])[0]),
     "MultiheadAttention, need_weights": (ATTENTION, lambda x: torch.nn.MultiheadAttention(
         4, 2, batch_first=True, dtype=torch.float64)(x, x, x)[0]),
     "native_layer_norm": (LAYER_NORM, lambda x: torch.native_layer_norm(x, (4,), None, None,
