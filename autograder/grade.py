@@ -22,7 +22,7 @@ from .results import SubmissionResult
 from .status import CaseStatus, QuestionStatus
 from .signatures import signature_note
 from .runner import (QuestionStopped, failed_everywhere, grade_functions, internal_error,
-                     malformed_reply, tripwire_names)
+                     forbidden_names, malformed_reply, tripwire_names)
 from .sandbox import Sandbox, SandboxError
 from .sandbox.session import MalformedReply, WorkerSession, WorkerStopped, forbidden_message
 from .static_scan import ScanResult, scan_source
@@ -257,6 +257,8 @@ def _grade_submission(assignment: Assignment, path: Path, sandbox: Sandbox,
     tripwires = tripwire_names(assignment)
     if tripwires:
         sandbox.preload(tripwires)
+    # The worker resolves every forbidden routine before the student's code runs.
+    tripwires = forbidden_names(assignment)
     session = WorkerSession(sandbox, sub.source, filename,
                             Path(assignment.student_file).stem, list(assignment.api), limits,
                             cells=cells, answers=list(assignment.answers), tripwires=tripwires,

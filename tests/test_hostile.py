@@ -98,6 +98,7 @@ EXPECTED.update({
     "escape_import_module_engine.py": ZERO,
     "escape_sys_modules_next_engine_patch.py": ZERO,
     "route_compile_softmax.py": ZERO,
+    "route_rebind_registration_softmax.py": ZERO,
 })
 # Files whose source touches the grader (its modules, sys.modules, frames, gc scans, ctypes,
 # the worker's channel, patched library internals) are flagged for review and, by default, get
@@ -129,6 +130,9 @@ FLAGGED = {
     "escape_import_module_engine.py": 0,
     "escape_sys_modules_next_engine_patch.py": 29,   # softmax calls torch.softmax
     "route_compile_softmax.py": 29,
+    # Rebinds torch's registration entry points and setattr: the check was installed with its
+    # own references before the student's code ran, so softmax is still refused.
+    "route_rebind_registration_softmax.py": 29,
     # Flagged by the audit hook only (no finding of the scan).
     "escape_proc_self_mem.py": 0,
     "route_pickle_loads_softmax.py": 0,

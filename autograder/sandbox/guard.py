@@ -30,9 +30,9 @@ import importlib
 import sys
 import types
 import warnings
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
-from .forbidden_ops import kernel_keys, overloads, routine_ops
+from .forbidden_ops import ROUTINE_OPS, kernel_keys, overloads
 
 # The source of the refusing code: string constants stand where the objects go (`_bind`), so
 # the code reads no global name and its function needs no closure.
@@ -102,17 +102,36 @@ def own_code() -> set[types.CodeType]:
     return found
 
 
-def make_guard(on_hit: Callable[[int], Any], offset: int = 0, limit: int = 1 << 30
-               ) -> tuple[Callable[[list[str]], None], Callable[[], None],
-                          Callable[[], list[str]]]:
+def make_guard(on_hit: Callable[[int], Any], offset: int = 0, limit: int = 1 << 30,
+               names: Iterable[str] = ()) -> tuple[Callable[[list[str]], None],
+                                                  Callable[[], None], Callable[[], list[str]]]:
     """`(arm, disarm, problems)`: `arm(names)` refuses `names` (a call's forbidden routines)
     until `disarm()` (arming the names already armed costs nothing); a refusal calls
     `on_hit(offset + index)` (`index` into `names`, at most `limit - 1`), and nothing else: in
     the worker `on_hit` is `os._exit`, so the refusing code holds nothing of the engine's.
     `problems()` says what could not be refused (an old torch without the registration API,
-    say), so that the result can say so instead of the grader crashing."""
+    say), so that the result can say so instead of the grader crashing.
+
+    Everything arming needs is taken here, before any student code runs, and kept in this
+    closure: the operator table and each operator's overloads and keys, the library functions
+    of `names` (the assignment's forbidden routines), torch's registration entry point and the
+    built-ins used, so that nothing the student's code rebinds later (a module attribute, a
+    built-in, this module's own names) changes what `arm` does."""
     import torch
 
+    _getattr, _setattr, _isinstance, _tuple = getattr, setattr, isinstance, tuple
+    make = getattr(torch._C, "_dispatch_library", None)
+    python_library = torch.library.Library
+    catch_warnings, simplefilter = warnings.catch_warnings, warnings.simplefilter
+    function_type = types.FunctionType
+    table = {name: tuple(ops) for name, ops in ROUTINE_OPS.items()}
+    op_plan = {op: [(o, tuple(kernel_keys(o))) for o in overloads(op)]
+               for op in {op for ops in table.values() for op in ops}}
+    targets = {}
+    for name in list(table) + list(names):
+        if "." in name and not name.startswith("autograd.") and name not in targets:
+            targets[name] = _python_target(name)
+    bind = _bind
     template = _template()
     plans: dict[tuple[str, ...], tuple[list, list]] = {}   # names -> (registrations, swaps)
     problems: list[str] = []
@@ -121,13 +140,12 @@ def make_guard(on_hit: Callable[[int], Any], offset: int = 0, limit: int = 1 << 
     armed: list[tuple[str, ...]] = []
 
     def library():
-        make = getattr(torch._C, "_dispatch_library", None)
         if make is not None:
             try:
                 return make("IMPL", "aten", "", "<forbidden routine>", 0)
             except TypeError:      # an older signature
                 pass
-        return torch.library.Library("aten", "IMPL")
+        return python_library("aten", "IMPL")
 
     def plan(names: tuple[str, ...]) -> tuple[list, list]:
         """What arming `names` does: dispatcher registrations (overload, key, kernel) and
@@ -138,43 +156,47 @@ def make_guard(on_hit: Callable[[int], Any], offset: int = 0, limit: int = 1 << 
 
         def kernel(index: int) -> Callable:
             if index not in kernels:
-                kernels[index] = types.FunctionType(
-                    _bind(template, {"@on_hit": on_hit, "@index": offset + min(index, limit - 1)}),
+                kernels[index] = function_type(
+                    bind(template, {"@on_hit": on_hit, "@index": offset + min(index, limit - 1)}),
                     {"__builtins__": {}}, "refuse")
             return kernels[index]
 
-        registrations = []
-        for op, routine in routine_ops(names).items():
-            for overload in overloads(op):
-                for key in kernel_keys(overload):
-                    registrations.append((overload, key, kernel(names.index(routine))))
+        registrations, mapped = [], {}
+        for index, name in enumerate(names):
+            for op in table.get(name, ()):
+                if op in mapped:
+                    continue
+                mapped[op] = name
+                for overload, keys in op_plan.get(op, ()):
+                    for key in keys:
+                        registrations.append((overload, key, kernel(index)))
+        routed = set(mapped.values())
         swaps = []
-        mapped = routine_ops(names).values()
         for index, name in enumerate(names):
             if "." not in name or name.startswith("autograd."):
                 continue
-            target = _python_target(name)
+            target = targets[name] if name in targets else _python_target(name)
             if target is None:
                 continue
             owner, attr, function = target
-            if isinstance(function, types.FunctionType) and not function.__closure__:
+            if _isinstance(function, function_type) and not function.__closure__:
                 # In place: every reference to this function object meets the refusal.
-                swaps.append((function, "__code__", _bind(template, {
+                swaps.append((function, "__code__", bind(template, {
                     "@on_hit": on_hit, "@index": offset + min(index, limit - 1)})))
-            elif not _is_torch(name) or name not in mapped:
+            elif not _is_torch(name) or name not in routed:
                 # A built-in the dispatcher table maps is refused there; any other is replaced
                 # by name where it lives (`torch.mul`, whose operator `2 * x` reaches too).
                 homes = [(owner, attr)]
-                home = sys.modules.get(getattr(function, "__module__", None) or "")
-                short = getattr(function, "__name__", None)
-                if home is not None and short and getattr(home, short, None) is function:
+                home = sys.modules.get(_getattr(function, "__module__", None) or "")
+                short = _getattr(function, "__name__", None)
+                if home is not None and short and _getattr(home, short, None) is function:
                     homes.append((home, short))
                 swaps += [(where, key, kernel(index)) for where, key in homes]
         plans[names] = (registrations, swaps)
         return plans[names]
 
     def arm(names: list[str]) -> None:
-        key = tuple(names)
+        key = _tuple(names)
         if armed and armed[0] == key:
             return
         disarm()
@@ -184,11 +206,11 @@ def make_guard(on_hit: Callable[[int], Any], offset: int = 0, limit: int = 1 << 
             try:
                 lib = library()
                 handle.append(lib)
-                python_library = isinstance(lib, torch.library.Library)
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")  # "overriding a previously registered kernel"
+                old_api = _isinstance(lib, python_library)
+                with catch_warnings():
+                    simplefilter("ignore")  # "overriding a previously registered kernel"
                     for overload, dispatch_key, kernel in registrations:
-                        if python_library:
+                        if old_api:
                             lib.impl(overload, kernel, dispatch_key)
                         else:
                             lib.impl(overload, dispatch_key, kernel, False)
@@ -198,8 +220,8 @@ def make_guard(on_hit: Callable[[int], Any], offset: int = 0, limit: int = 1 << 
                     problems.append(note)
         for where, attr, value in swaps:
             try:
-                old = getattr(where, attr)
-                setattr(where, attr, value)
+                old = _getattr(where, attr)
+                _setattr(where, attr, value)
                 swapped.append((where, attr, old))
             except (AttributeError, TypeError, ValueError):
                 pass       # a built-in type's attribute cannot be replaced
@@ -208,13 +230,13 @@ def make_guard(on_hit: Callable[[int], Any], offset: int = 0, limit: int = 1 << 
         armed.clear()
         while handle:
             lib = handle.pop()
-            if isinstance(lib, torch.library.Library):
+            if _isinstance(lib, python_library):
                 lib._destroy()
             else:
                 lib.reset()
         while swapped:
             where, attr, old = swapped.pop()
-            setattr(where, attr, old)
+            _setattr(where, attr, old)
 
     def report() -> list[str]:
         return list(problems)

@@ -75,7 +75,7 @@ class WorkerSession:
         self.cells = cells   # a notebook: code cells run one by one, going on after errors
         self.module, self.api, self.limits = module, api, limits
         self.answers = list(answers or [])       # names of values to report (knowledge checks)
-        self.tripwires = list(tripwires or [])   # forbidden functions outside torch
+        self.tripwires = list(tripwires or [])   # every forbidden routine of the assignment
         self.memo = memo    # encodings of inputs the grader sends every submission alike
         self.wid: int | None = None
         self.sock: socket.socket | None = None
@@ -104,7 +104,7 @@ class WorkerSession:
         deadline = min(time.monotonic() + self.limits.import_seconds,
                        self.started + self.limits.submission_seconds)
         request = {"op": "load", "filename": self.filename, "module": self.module,
-                   "api": self.api, "answers": self.answers, "tripwires": self.tripwires}
+                   "api": self.api, "answers": self.answers, "forbidden": self.tripwires}
         if self.cells is not None:
             request["cells"] = [[n, src] for n, src in self.cells]
         else:

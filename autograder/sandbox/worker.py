@@ -194,8 +194,7 @@ def serve(sock: socket.socket, output_cap: int) -> None:
     channel = Channel(sock)
     module = None
     api: list[str] = []
-    # Held only in this frame: the student's code can neither reach nor replace them.
-    arm, _, problems = guard.make_guard(_exit, offset=FORBIDDEN_EXIT, limit=MAX_FORBIDDEN)
+    arm = problems = None
     protected = False
     while True:
         try:
@@ -208,6 +207,11 @@ def serve(sock: socket.socket, output_cap: int) -> None:
             answers = [str(a) for a in header.get("answers", [])]
             try:
                 if not protected:
+                    # Held only in this frame, made before the student's code runs: it can
+                    # neither reach nor rebind what arming uses.
+                    arm, _, problems = guard.make_guard(
+                        _exit, offset=FORBIDDEN_EXIT, limit=MAX_FORBIDDEN,
+                        names=[str(n) for n in header.get("forbidden", [])])
                     protect()
                     protected = True
                 cell_errors = None
