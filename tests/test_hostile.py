@@ -80,6 +80,9 @@ STATUS_ROUTES = {(name, q): "forbidden call" for name, want in ROUTES.items()
 # Escapes the worker's audit hook refuses (sandbox/audit.py): hard evidence from how the worker
 # ended; at import they cost every question (status "integrity").
 ESCAPES = {
+    "leak_secret_env_and_proc.py": "/proc",
+    "privilege_escalation_probe.py": "/proc",
+    "socket_probe_localhost.py": "/proc",
     "route_pickle_loads_softmax.py": "unpickling",
     "escape_import_module_ctypes.py": "ctypes",
     "escape_proc_self_mem.py": "/proc",
@@ -134,10 +137,16 @@ FLAGGED = {
     # own references before the student's code ran, so softmax is still refused.
     "route_rebind_registration_softmax.py": 29,
     # Flagged by the audit hook only (no finding of the scan).
+    # They read the worker's own /proc files (status, environ, net) while probing: refused
+    # as escapes now (stricter than the full marks their failed probes used to keep).
+    "leak_secret_env_and_proc.py": 0,
+    "privilege_escalation_probe.py": 0,
+    "socket_probe_localhost.py": 0,
     "escape_proc_self_mem.py": 0,
     "route_pickle_loads_softmax.py": 0,
-    # They patch the worker through sys.modules, and their reply is noted as malformed too.
-    **{f"forged_reply_{kind}.py": 0
+    # They look for the worker in sys.modules to patch its replies: the engine is no longer
+    # there, so the patch never happens and the run alone would give full marks.
+    **{f"forged_reply_{kind}.py": "full"
        for kind in ("bad_floats", "malformed_types", "non_string_params", "shared_buffer",
                     "trusted_side_exception")},
 }
