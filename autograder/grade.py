@@ -16,15 +16,15 @@ from .assignment import Assignment
 from .cases import MISSING
 from .integrity import CallLog
 from .checks import CheckFailed, Problem
-from .sandbox.execute import describe_error, install_tripwires
+from .sandbox.execute import describe_error
 from .sandbox.limits import Limits
 from .results import SubmissionResult
 from .status import CaseStatus, QuestionStatus
 from .intake.signatures import signature_note
 from .runner import (QuestionStopped, failed_everywhere, grade_functions, internal_error,
-                     malformed_reply, tripwire_names)
+                     forbidden_names, malformed_reply, tripwire_names)
 from .sandbox import Sandbox, SandboxError
-from .sandbox.session import MalformedReply, WorkerSession, WorkerStopped
+from .sandbox.session import MalformedReply, WorkerSession, WorkerStopped, forbidden_message
 from .static_scan import ScanResult, scan_source
 from .intake.submissions import Submission, UnreadableSubmission, read_submission
 from .memo.tensor_cache import TensorMemo
@@ -55,7 +55,17 @@ class RemoteFunction:
             outcome = self._session.call(self.__name__, args, kwargs, upstream=upstream,
                                          want_grad=want_grad, forbidden=forbidden)
         except WorkerStopped as e:
-            raise QuestionStopped(e.status, e.message) from None
+            message = e.message
+            routines = getattr(e, "routines", None)
+            if routines and self._scan is not None and forbidden:
+                # The run is the evidence; the scan, where it found the route, says where.
+                found = self._scan.forbidden(self.__name__, list(forbidden))
+                if found:
+                    message = forbidden_message(self.__name__, routines, e.noun,
+                                                [f.describe() for f in found])
+            raise QuestionStopped(e.status, message) from None
+        if outcome.get("unchecked"):
+            self._session.unchecked = outcome["unchecked"]
         if self._scan is not None and self._log is not None and forbidden:
             found = self._scan.forbidden(self.__name__, list(forbidden))
             if found:
@@ -242,11 +252,15 @@ def _grade_submission(assignment: Assignment, path: Path, sandbox: Sandbox,
     log = CallLog()
 
     def finish(result: SubmissionResult) -> SubmissionResult:
-        return integrity.apply(result, scan, policy, log)
+        result = integrity.apply(result, scan, policy, log)
+        # Escapes the worker's audit hook refused are hard evidence, whatever the scan says.
+        return integrity.withhold_for_escapes(result, session.escapes, policy)
 
     tripwires = tripwire_names(assignment)
     if tripwires:
         sandbox.preload(tripwires)
+    # The worker resolves every forbidden routine before the student's code runs.
+    tripwires = forbidden_names(assignment)
     session = WorkerSession(sandbox, sub.source, filename,
                             Path(assignment.student_file).stem, list(assignment.api), limits,
                             cells=cells, answers=list(assignment.answers), tripwires=tripwires,
@@ -278,6 +292,7 @@ def _grade_submission(assignment: Assignment, path: Path, sandbox: Sandbox,
 
         def env_for_question(qid: str) -> dict:
             session.begin_question()
+            session.question = qid
             log.current = qid
             return env
 
@@ -290,6 +305,9 @@ def _grade_submission(assignment: Assignment, path: Path, sandbox: Sandbox,
         for qid, qnotes in signature_notes(assignment, loaded.defined).items():
             if qid in result.questions and result.questions[qid].status != QuestionStatus.PASSED:
                 result.questions[qid].notes += qnotes
+        if session.unchecked:
+            result.notes.append(f"note: {session.unchecked}; library shortcuts were not refused "
+                                "while your code ran")
         if scan.cut_short:
             result.notes.append("note: your file was too large for the source check "
                                 f"({scan.cut_short}); it was graded on the checks made while it "
@@ -320,8 +338,6 @@ def check_in_process(assignment: Assignment, path: Path,
     if syntax:
         return failed_everywhere(assignment, shown, CaseStatus.ERROR, syntax, include_hidden=False)
     module_name = Path(assignment.student_file).stem
-    # Before the student's import, so that `from package import function` binds the tripwire.
-    install_tripwires(tripwire_names(assignment))
     from .sandbox.worker import load_student_module
 
     try:
@@ -335,8 +351,18 @@ def check_in_process(assignment: Assignment, path: Path,
         status, message = _load_failure(describe_error(exc), CaseStatus.ERROR)
         return failed_everywhere(assignment, shown, status, message, include_hidden=False)
     env = student_env(assignment, module)
-    return grade_functions(assignment, shown, lambda q: env, include_hidden=False,
-                           questions=questions)
+    return _unchecked_note(grade_functions(assignment, shown, lambda q: env,
+                                           include_hidden=False, questions=questions))
+
+
+def _unchecked_note(result: SubmissionResult) -> SubmissionResult:
+    """Say so when the check of forbidden routines could not be installed in this process (an
+    older torch): the student's check still runs, without it."""
+    from .sandbox.execute import guard_problems
+
+    for problem in guard_problems():
+        result.notes.append(f"note: {problem}; library shortcuts were not refused here")
+    return result
 
 
 def student_env(assignment: Assignment, module) -> dict[str, Any]:
@@ -356,10 +382,9 @@ def _check_notebook_in_process(assignment: Assignment, path: Path, sub: Submissi
     from .sandbox.worker import load_student_cells
 
     cells, notes = notebook_cells(sub, path.name)
-    install_tripwires(tripwire_names(assignment))
     module, errors = load_student_cells(cells, path.name, Path(assignment.student_file).stem)
     env = student_env(assignment, module)
     result = grade_functions(assignment, str(path), lambda q: env, include_hidden=False,
                              questions=questions)
     result.notes += in_cell_order(sub.notes + notes + cell_error_notes(errors, path.name))
-    return result
+    return _unchecked_note(result)

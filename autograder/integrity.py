@@ -180,3 +180,47 @@ def _review_sightings(result: SubmissionResult, log: CallLog | None, policy: str
         shown = _shown([_describe(e) for e in evidence])
         flag_for_review(result, evidence, f"{REVIEW_MESSAGE} (library shortcuts seen in the "
                                           f"source: {shown})", policy)
+
+
+ESCAPE_MESSAGE = "integrity: the grader refused"
+
+
+def withhold_for_escapes(result: SubmissionResult, escapes: list[dict],
+                         policy: str = "zero") -> SubmissionResult:
+    """Withhold the points of the questions during which the worker's audit hook refused an
+    escape (`sandbox/audit.py`): hard evidence, read from how the worker ended, which nothing
+    the student's process sends can forge or hide. An escape at import (`question` None)
+    affects every question. Each affected case gets the status "integrity" and a message
+    saying which escape was refused; the row lists the escapes for review. The assignment's
+    `on_tamper` (`policy`) is recorded but does not apply: a refused escape is not a doubt.
+    Returns `result` (changed in place)."""
+    if not escapes:
+        return result
+    order = list(result.questions)
+    if any(e.get("question") is None for e in escapes):
+        affected = order
+    else:
+        affected = [q for q in order if any(e.get("question") == q for e in escapes)]
+    before = result.score
+    for qid in affected:
+        said = [e["escape"] for e in escapes if e.get("question") in (qid, None)]
+        message = f"{ESCAPE_MESSAGE} {'; '.join(dict.fromkeys(said))} while your code ran " \
+                  "(a check your code must not reach); flagged for review"
+        for case in result.questions[qid].cases:
+            case.status, case.kind = STATUS, STATUS
+            case.message, case.hint, case.diagnosis = message, "", []
+    kinds = list(dict.fromkeys(e["escape"] for e in escapes))
+    result.notes.insert(0, f"{ESCAPE_MESSAGE} {'; '.join(kinds)}; flagged for review")
+    result.integrity = list(result.integrity) + [
+        {"kind": "escape", "rule": "audit-hook", "line": 0, "code": "", "target": e["escape"],
+         "why": "refused by the worker's audit hook while "
+                + (f"question {e['question']} ran" if e.get("question") else "importing")}
+        for e in escapes]
+    review = dict(result.integrity_review or {})
+    review.setdefault("score_without_penalty", before)
+    review.setdefault("on_tamper", policy)
+    review["evidence"] = "hard"
+    review["questions"] = list(dict.fromkeys(list(review.get("questions", [])) + affected))
+    review["escapes"] = kinds
+    result.integrity_review = review
+    return result

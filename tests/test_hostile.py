@@ -70,6 +70,7 @@ PROVEN = {
     "forge_missing_gradients.py": (29,),
     # They patch the worker through sys.modules, and their reply is noted as malformed too.
     **{f"forged_reply_{kind}.py": (0,)
+
        for kind in ("bad_floats", "malformed_types", "non_string_params", "shared_buffer",
                     "trusted_side_exception")},
 }
@@ -106,6 +107,46 @@ RUN_TIME_DECIDES = {"getattr_strings_hidden_softmax.py", "scan_budget_padded_eng
 EXPECTED.update({name: ZERO for name in PROVEN})
 EXPECTED.update(REVIEW)
 EXPECTED["scan_dos_constant_formatting.py"] = FULL      # dead code never counts; no flag
+# Routes to a library routine that no name list can enumerate: torch's dispatcher refuses the
+# operator itself while the question that forbids it runs (sandbox/guard.py).
+ROUTES = {
+    **{f"route_{n}_softmax.py": {**FULL, "softmax": 0}
+       for n in ("vars_runtime_key", "reduce_getattr", "torch_dict_private", "attrgetter_fstring",
+                 "list_and_getattr_fstring", "custom_function", "custom_backward_only",
+                 "sdpa_as")},
+    "route_native_layer_norm.py": {**FULL, "block": 0},
+    "route_group_norm_as_layer_norm.py": {**FULL, "block": 3},     # the 3 layer_norm cases
+    "route_mha_need_weights_attention.py": {**FULL, "multi_head": 0},
+}
+EXPECTED.update(ROUTES)
+STATUS_ROUTES = {(name, q): "forbidden call" for name, want in ROUTES.items()
+                 for q, score in want.items() if score != "full"}
+# Escapes the worker's audit hook refuses (sandbox/audit.py): hard evidence from how the worker
+# ended; at import they cost every question (status "integrity").
+ESCAPES = {
+    "leak_secret_env_and_proc.py": "/proc",
+    "privilege_escalation_probe.py": "/proc",
+    "socket_probe_localhost.py": "/proc",
+    "route_pickle_loads_softmax.py": "unpickling",
+    "escape_import_module_ctypes.py": "ctypes",
+    "escape_proc_self_mem.py": "/proc",
+    "escape_frames_in_softmax.py": "frames",
+}
+# The probe of everything reachable without an audited call finds nothing of the engine (its
+# softmax would fail, naming it): what it would score is full marks but for the source scan.
+EXPECTED.update({
+    "reachability_probe.py": ZERO,
+    "route_pickle_loads_softmax.py": ZERO,
+    "escape_import_module_ctypes.py": ZERO,
+    "escape_proc_self_mem.py": ZERO,
+    "escape_frames_in_softmax.py": ZERO,
+    # The engine package is not importable in the sandbox's file view (an import error), and
+    # at a level where it is, importing it again is refused.
+    "escape_import_module_engine.py": ZERO,
+    "escape_sys_modules_next_engine_patch.py": ZERO,
+    "route_compile_softmax.py": ZERO,
+    "route_rebind_registration_softmax.py": ZERO,
+})
 STATUS = {
     ("infinite_loop_softmax.py", "softmax"): "timeout",
     ("signal_ignoring_spin_attention.py", "attention"): "timeout",
@@ -120,6 +161,45 @@ STATUS = {
 }
 STATUS.update({(name, q): "integrity" for name in PROVEN for q in QUESTIONS})
 REVIEW_NOTE = "integrity: "
+STATUS.update(STATUS_ROUTES)
+
+# With the dispatcher and the audit hook in the worker, run time decides these (measured with
+# both in place; the scan's part is only the review flag or, for a proven store, the penalty).
+for _name in ("gc_object_scan.py", "stack_frame_snooping.py", "overwrite_grader_output_paths.py"):
+    REVIEW.pop(_name, None)
+ESCAPES.update({"gc_object_scan.py": "objects", "stack_frame_snooping.py": "frames",
+                "overwrite_grader_output_paths.py": "/proc"})
+# An escape at import costs every question; one inside softmax costs softmax.
+ESCAPE_COSTS = {name: ZERO for name in ESCAPES}
+ESCAPE_COSTS["escape_frames_in_softmax.py"] = {**FULL, "softmax": 0}
+EXPECTED.update(ESCAPE_COSTS)
+STATUS.update({(name, q): "integrity" for name, want in ESCAPE_COSTS.items()
+               for q, score in want.items() if score != "full"})
+# The scan proves the store into the engine; the engine is not importable in the worker, so
+# without the penalty it would have scored nothing either.
+PROVEN["escape_import_module_engine.py"] = (0,)
+# The forged replies no longer find the worker's channel to patch (the engine is out of
+# sys.modules): their run alone would give full marks; the proven store costs them everything.
+PROVEN.update({f"forged_reply_{kind}.py": (35,) for kind in (
+    "bad_floats", "malformed_types", "non_string_params", "shared_buffer",
+    "trusted_side_exception")})
+STATUS.update({(name, q): "integrity" for name in PROVEN for q in QUESTIONS})
+# Routes whose source the scan cannot check (sys.modules, compile, rebinding a registration):
+# the dispatcher refuses the library softmax as it runs, and the row is flagged for review.
+RUN_TIME_ROUTES = ("escape_sys_modules_next_engine_patch.py", "route_compile_softmax.py",
+                   "route_rebind_registration_softmax.py")
+REVIEW.update({name: {**FULL, "softmax": 0} for name in RUN_TIME_ROUTES})
+STATUS.update({(name, "softmax"): "forbidden call" for name in RUN_TIME_ROUTES})
+# The probe walked everything reachable without an audited call and found nothing of the
+# engine (its softmax fails when it finds something): full marks, flagged for its reflection.
+REVIEW["reachability_probe.py"] = FULL
+# The getattr strings reach F.softmax; the dispatcher sees the operator: a forbidden call.
+REVIEW.pop("getattr_strings_hidden_softmax.py")
+RUN_TIME_DECIDES.discard("getattr_strings_hidden_softmax.py")
+EXPECTED["getattr_strings_hidden_softmax.py"] = {**FULL, "softmax": 0}
+STATUS[("getattr_strings_hidden_softmax.py", "softmax")] = "forbidden call"
+EXPECTED.update({name: ZERO for name in PROVEN})
+EXPECTED.update(REVIEW)
 
 
 def check_flag(name: str, row: dict) -> None:
@@ -128,6 +208,13 @@ def check_flag(name: str, row: dict) -> None:
     if name in RUN_TIME_DECIDES:
         softmax = row["questions"]["softmax"]
         assert softmax["status"] in ("forbidden call", "passed"), softmax
+    if name in ESCAPES:
+        # Hard evidence from how the worker ended: every question given nothing, the escape named.
+        assert any(ESCAPES[name] in e for e in row["integrity_review"]["escapes"]), name
+        review = row["integrity_review"]
+        assert review["evidence"] == "hard" and review["questions"], name
+        assert all(row["questions"][q]["status"] == "integrity" for q in review["questions"])
+        return
     if name in PROVEN:
         assert row["integrity"][0]["kind"] == "tamper" and any(n.startswith(
             "integrity: this submission modifies the grader; flagged for review")

@@ -72,17 +72,13 @@ def test_patching_the_engine_at_import_costs_every_question(grade, name):
 
 # ------------------------------------------------------------------ flag only: grades stand
 
-def test_flag_only_keeps_grades_and_flags_the_row(grade_flag_only):
-    """Under "flag" the proof costs nothing; the scan's sighting of F.softmax is a review note,
-    never a zero of its own. The run-time check decides softmax: the worker's torch-function
-    mode was switched off by the patch, a dispatcher-level check is not."""
+def test_flag_only_keeps_grades_and_the_dispatcher_still_forbids(grade_flag_only):
+    """The patch cannot switch the dispatcher's refusal off: the run itself is hard evidence
+    of the library softmax, and the row is still flagged for the patch."""
     result = grade_flag_only(HOSTILE / "patch_engine_hides_forbidden_call.py")
-    softmax = result.questions["softmax"]
-    if softmax.status == "forbidden call":          # the run-time check saw it
-        assert scores(result) == full_except(softmax=(0.0, "forbidden call"))
-    else:                                           # it did not: the sighting is for review
-        assert scores(result) == full_except()
-        assert "flagged for review" in softmax.feedback() and "F.softmax" in softmax.feedback()
+    assert scores(result) == full_except(softmax=(0.0, "forbidden call"))
+    feedback = result.questions["softmax"].feedback()
+    assert "softmax called `torch.nn.functional.softmax`" in feedback
     assert result.notes[0].startswith(INTEGRITY_MESSAGE)
     review = result.to_json()["integrity_review"]
     assert review["on_tamper"] == "flag" and review["evidence"] == "hard"
@@ -94,7 +90,9 @@ def test_forged_missing_gradients_fail_the_cases_that_ask_for_them(grade_flag_on
     assert scores(result) == full_except(softmax=(0.0, "failed"))
     for c in result.questions["softmax"].cases:
         assert c.status == "failed" and c.kind == "gradient"
-        assert "no gradients came back from softmax" in c.message
+        # The engine is no longer in sys.modules, so the forgery itself fails: the gradient
+        # that is truly missing (softmax detaches) is what the case reports.
+        assert "no gradient" in c.message and "softmax" in c.message
 
 
 def test_a_shortcut_only_the_source_shows_is_never_a_zero_on_its_own(grade):
@@ -163,6 +161,8 @@ def test_tampering_inside_one_function_costs_the_questions_from_its_first_call(g
     path.write_text(src)
     result = grade(path)
     assert scores(result) == full_except(block=(0.0, "integrity"))
+    # The store is proven by the scan (engine modules are out of the worker's sys.modules, so at
+    # run time it changes nothing): without the penalty the row would have had full marks.
     assert result.to_json()["integrity_review"] == {
         "on_tamper": "zero", "evidence": "hard", "questions": ["block"],
         "score_without_penalty": 35.0}

@@ -196,6 +196,7 @@ def _check_question_file(qid: str, path: Path, source: str) -> list[LintError]:
             errors.append(LintError(path, node.lineno, f"Question({node.args[0].value!r}) does "
                                     f"not name the question {qid!r}",
                                     f"write `Question(name, ...)` or `Question(\"{qid}\", ...)`"))
+    errors += _check_forbidden(path, tree)
     for node in tree.body:
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
@@ -212,6 +213,36 @@ def _check_question_file(qid: str, path: Path, source: str) -> list[LintError]:
                 errors.append(LintError(path, dec.lineno, f"the hidden case {node.name} has no "
                                         "points (it can fail without costing anything)",
                                         "give it `points=` greater than 0, or make it public"))
+    return errors
+
+
+def _check_forbidden(path: Path, tree: ast.Module) -> list[LintError]:
+    """Each forbidden torch routine of a `Question(...)` must exist: mapped to aten operators
+    the installed torch has (refused at the dispatcher, whatever the route), or at least a
+    function of the installed torch (refused by name); a typo would be refused nowhere."""
+    from ..sandbox.forbidden_ops import missing_ops, routine_ops, unmapped
+
+    errors = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                and node.func.id == "Question"):
+            continue
+        value = next((k.value for k in node.keywords if k.arg == "forbidden"), None)
+        if not isinstance(value, (ast.List, ast.Tuple)):
+            continue
+        names = [e.value for e in value.elts if isinstance(e, ast.Constant)
+                 and isinstance(e.value, str)]
+        for name in unmapped(names):
+            errors.append(LintError(
+                path, node.lineno, f"the forbidden routine `{name}` is not in the installed "
+                "torch, nor mapped to operators of its dispatcher, so nothing would refuse it",
+                "correct the name, or map it in autograder/sandbox/forbidden_ops.py"))
+        for op in missing_ops(names):
+            routine = routine_ops(names)[op]
+            errors.append(LintError(
+                path, node.lineno, f"`{routine}` maps to aten::{op}, which the installed torch "
+                "does not have", "remove the operator from autograder/sandbox/forbidden_ops.py "
+                "or install the torch the grader pins"))
     return errors
 
 

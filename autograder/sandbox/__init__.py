@@ -43,6 +43,20 @@ Channels, and what crosses them:
   (`session.MalformedReply`); what one reply may cost the trusted side is bounded (`wire.py`).
 * time: the trusted side enforces per-question and per-submission wall-clock limits by asking
   the fork server to SIGKILL the worker; the worker's own signal handlers cannot delay that.
+* exit status: the one thing the worker cannot forge. Its checks that must hold end it with a
+  status naming what they refused (`evidence.py`), read by the fork server: a forbidden
+  routine reached (refused at torch's dispatcher and in the library function itself,
+  `guard.py`) or an escape refused by the audit hook (`audit.py`).
+
+Inside the worker, before the student's source runs (`worker.protect`): an audit hook (PEP 578,
+which Python cannot remove) refuses what CPython audits as ways to the worker's own code and
+state: frames, the collector's object lists, ctypes, building code or functions, marshal,
+pickle's find_class, trace and profile hooks, the process's own /proc files, importing the
+engine again. The engine's modules leave `sys.modules` and the fork server's `__main__` is
+emptied; the state of the checks lives in closures and torch's dispatcher, never in a module
+global. What the hook holds against is Python-level: native code (a compiled extension, a bug
+in one) runs below its audit points, and there only the sandbox level (user, namespaces,
+rlimits, file view) holds. docs/trust-model.md says what each layer covers.
 
 This package imports nothing from the rest of the engine (a test asserts it), so the sandbox
 mounts only this package. `execute.py` is the one module that also runs in the student's own

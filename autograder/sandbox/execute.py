@@ -8,12 +8,11 @@ happened, which other student functions were called, and the student's own error
 
 Inputs may be torch tensors or NumPy arrays (or both, nested in tuples, lists and dicts).
 Gradients are computed only for floating-point torch tensors: a call on NumPy arrays has none.
-Forbidden calls are seen three ways: torch functions through a torch function mode, library
-routines through the autograd graph (`autograd.<Node>`), and any other Python-level function
-(`package.module.function`, e.g. `scipy.special.softmax`) through a *tripwire*: the attribute is
-replaced by a wrapper that notes the call while a call that forbids it is running. Tripwires are
-installed before the student's module is imported (`install_tripwires`), so that
-`from package import function` binds the wrapper too.
+Forbidden routines are refused where every route to them meets (`guard.py`): torch's at the
+dispatcher (the aten operators that compute them, `forbidden_ops.py`), Python-level library
+functions (`scipy.special.softmax`) in the function object itself; the autograd graph of the
+result (`autograd.<Node>` names) is a second signal. In this process a refusal raises and is
+listed in the outcome; the sandboxed worker arms its own guard, whose refusal ends the worker.
 """
 from __future__ import annotations
 
@@ -29,12 +28,15 @@ from typing import Any, Callable
 
 import numpy as np
 import torch
-from torch.overrides import TorchFunctionMode
+
+from .guard import isolated, make_guard
 
 # The whole engine (this package's parent): its frames are never the student's.
 _ENGINE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _LIB_DIRS = tuple({os.path.dirname(os.__file__), sys.prefix, sys.base_prefix, sys.exec_prefix})
 MAX_MESSAGE = 400
+# The file names of code the engine builds (`guard.isolated`, the refusing code).
+_ENGINE_CODE = ("<grader>", "<forbidden routine>")
 
 
 # ----------------------------------------------------------------- inputs and paths
@@ -86,43 +88,9 @@ def _prepare_inputs(args: tuple, kwargs: dict, want_grad: bool):
 
 # ----------------------------------------------------------------- forbidden calls
 
-def _resolve(dotted: str):
-    obj: Any = torch
-    parts = dotted.split(".")
-    if parts[0] != "torch":
-        return None
-    for p in parts[1:]:
-        obj = getattr(obj, p, None)
-        if obj is None:
-            return None
-    return obj
-
-
-class _ForbiddenFunctions(TorchFunctionMode):
-    """Notes calls of forbidden torch functions and Tensor methods (public API level)."""
-
-    def __init__(self, names: list[str], hits: list[str]):
-        super().__init__()
-        self.targets = {}
-        for n in names:
-            obj = _resolve(n)
-            if obj is not None:
-                self.targets[id(obj)] = n
-        self.hits = hits
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        name = self.targets.get(id(func))
-        if name and name not in self.hits:
-            self.hits.append(name)
-        return func(*args, **(kwargs or {}))
-
-
 def _graph_nodes(output: Any, limit: int = 20000) -> set[str]:
-    """Names of the autograd nodes behind `output`: how a result was computed.
-
-    This catches library calls that bypass the public API (e.g. `torch.ops.aten._softmax`),
-    which a function mode cannot see, at the cost of a walk over a small graph.
-    """
+    """Names of the autograd nodes behind `output`: how a result was computed (a second signal
+    beside the dispatcher check, for the `autograd.<Node>` names question files declare)."""
     stack = [t.grad_fn for _, t in iter_leaves(output) if t.grad_fn is not None]
     seen: dict[int, Any] = {}    # keeps the nodes alive, so their ids stay unique
     while stack and len(seen) < limit:
@@ -138,7 +106,8 @@ TORCH_PREFIXES = ("torch.", "autograd.")
 
 
 def is_tripwire_name(name: str) -> bool:
-    """Forbidden entries outside torch (`package.module.function`) are caught by tripwires."""
+    """Forbidden entries outside torch (`package.module.function`): refused where the function
+    itself is (`guard.py`), since they have no dispatcher."""
     return "." in name and not name.startswith(TORCH_PREFIXES)
 
 
@@ -155,117 +124,65 @@ def tripwire_module(name: str) -> str | None:
     return None
 
 
-_armed = threading.local()
-# name -> (original object, wrapper); a wrapper stays installed and notes calls only when armed
-_tripwires: dict[str, tuple[Any, Callable]] = {}
+class ForbiddenRoutine(RuntimeError):
+    """Raised in the student's own process where a forbidden routine was reached."""
 
 
-def _make_tripwire(name: str, original: Callable) -> Callable:
-    @functools.wraps(original)
-    def tripwire(*args, **kwargs):
-        names = getattr(_armed, "names", None)
-        if names and name in names and name not in _armed.hits:
-            _armed.hits.append(name)
-        return original(*args, **kwargs)
-
-    tripwire.__autograder_tripwire__ = name
-    del tripwire.__wrapped__      # functools.wraps would hand the original to anyone who asks
-    return tripwire
+_in_process: dict[str, Any] = {}
 
 
-def install_tripwires(names) -> list[str]:
-    """Replace each forbidden Python-level function by a tripwire, once per process.
+def _in_process_guard():
+    """The guard of the student's own process (`autograder check`, otter): a refusal records the
+    routine for the outcome and raises. In the sandboxed worker the worker arms its own guard,
+    whose refusal ends the process instead (`worker.py`)."""
+    if "arm" not in _in_process:
+        def refuse(index: int):
+            names, hits = _in_process["names"], _in_process["hits"]
+            name = names[index] if 0 <= index < len(names) else "a forbidden routine"
+            if name not in hits:
+                hits.append(name)
+            raise ForbiddenRoutine(f"{name} (or a route to the same library routine) is not "
+                                   "allowed in this question")
 
-    Installed at the named place (`scipy.special.softmax`) and, when it is the same object, where
-    the function is defined (`scipy.special._logsumexp.softmax`). Names that do not resolve to a
-    callable attribute of an importable module (the package is not installed, say) are skipped:
-    code cannot call what is not there. Returns the names that have a tripwire.
-    """
-    done = []
-    for name in names:
-        if not is_tripwire_name(name):
-            continue
-        if name in _tripwires:
-            done.append(name)
-            continue
-        module_name = tripwire_module(name)
-        if module_name is None:
-            continue
-        owner: Any = sys.modules[module_name]
-        attrs = name[len(module_name) + 1:].split(".")
-        try:
-            for a in attrs[:-1]:
-                owner = getattr(owner, a)
-            original = getattr(owner, attrs[-1])
-        except AttributeError:
-            continue
-        if getattr(original, "__autograder_tripwire__", None) or not callable(original):
-            continue
-        wrapper = _make_tripwire(name, original)
-        try:
-            setattr(owner, attrs[-1], wrapper)
-        except (AttributeError, TypeError):
-            continue            # a built-in type's method cannot be replaced
-        home = sys.modules.get(getattr(original, "__module__", None) or "")
-        short = getattr(original, "__name__", None)
-        if home is not None and short and getattr(home, short, None) is original:
-            try:
-                setattr(home, short, wrapper)
-            except (AttributeError, TypeError):
-                pass
-        _tripwires[name] = (original, wrapper)
-        done.append(name)
-    return done
+        _in_process["arm"], _in_process["disarm"], _in_process["problems"] = make_guard(refuse)
+    return _in_process["arm"], _in_process["disarm"], _in_process["problems"]
 
 
-def _arm_tripwires(func: Callable, names: list[str], hits: list[str]):
-    """Note calls of `names` during one call; also swap the student's own references to the
-    originals (bound before the tripwires existed, e.g. in a notebook) for the wrappers."""
-    install_tripwires(names)
-    wires = {n: _tripwires[n] for n in names if n in _tripwires}
-    g = getattr(func, "__globals__", None)
-    swapped = {}
-    if isinstance(g, dict) and wires:
-        by_id = {id(original): wrapper for original, wrapper in wires.values()}
-        for key, value in list(g.items()):
-            wrapper = by_id.get(id(value))
-            if wrapper is not None:
-                swapped[key] = value
-                g[key] = wrapper
-    previous = (getattr(_armed, "names", None), getattr(_armed, "hits", None))
-    _armed.names, _armed.hits = set(wires), hits
-
-    def disarm():
-        _armed.names, _armed.hits = previous
-        for key, value in swapped.items():
-            g[key] = value
-
-    return disarm
+def guard_problems() -> list[str]:
+    """What this process's guard could not install, if it was used."""
+    return _in_process["problems"]() if "problems" in _in_process else []
 
 
 # ----------------------------------------------------------------- call tracing
 
+_TRACED = ('def traced(*args, **kwargs):\n    "@note"("@name")\n'
+           '    return "@function"(*args, **kwargs)\n')
+
+
 def _trace_calls(func: Callable, api: list[str], called: list[str]):
-    """Temporarily wrap the student's other API functions to record which ones `func` calls."""
+    """Temporarily wrap the student's other API functions to record which ones `func` calls.
+
+    The wrappers sit in the student's own globals, so they are built holding nothing of the
+    engine's (`guard.isolated`): the function they wrap, its name and a dict of names."""
     g = getattr(func, "__globals__", None)
     if not isinstance(g, dict):
         return lambda: None
     saved = {}
+    seen: dict[str, None] = {}
     for name in api:
         f = g.get(name)
         if callable(f) and f is not func:
             saved[name] = f
-
-            def wrapper(*a, __f=f, __n=name, **k):
-                if __n not in called:
-                    called.append(__n)
-                return __f(*a, **k)
-
-            g[name] = wrapper
+            traced = isolated(_TRACED, {"@note": seen.setdefault, "@name": name,
+                                        "@function": f}, name)
+            # inspect.signature of the student's own function (a helper may ask) sees theirs.
+            traced.__wrapped__ = f
+            g[name] = traced
 
     def restore():
         for name, f in saved.items():
             g[name] = f
+        called.extend(n for n in seen if n not in called)
 
     return restore
 
@@ -273,7 +190,7 @@ def _trace_calls(func: Callable, api: list[str], called: list[str]):
 # ----------------------------------------------------------------- errors
 
 def _is_student_frame(filename: str) -> bool:
-    if not filename or filename.startswith(_ENGINE_DIR):
+    if not filename or filename.startswith(_ENGINE_DIR) or filename in _ENGINE_CODE:
         return False
     if filename.startswith("<frozen") or "site-packages" in filename:
         return False
@@ -316,30 +233,42 @@ def is_memory_error(exc: BaseException) -> bool:
 # ----------------------------------------------------------------- the call
 
 def run_call(func: Callable, args: tuple, kwargs: dict, *, upstream: Any = None,
-             want_grad: bool = False, forbidden: list[str] = (), api: list[str] = ()) -> dict:
+             want_grad: bool = False, forbidden: list[str] = (), api: list[str] = (),
+             guard: bool = True) -> dict:
     """Call `func(*args, **kwargs)` on fresh copies of the inputs and return its outcome.
 
     `upstream` is the gradient of the loss with respect to each tensor of the expected output
     (same nesting); when it is given and `want_grad`, the outcome holds the gradient reaching
-    each floating-point input, or None where none reaches it.
+    each floating-point input, or None where none reaches it. With `guard`, the `forbidden`
+    routines are refused during the call and its backward pass (`guard.py`), and the outcome
+    lists those reached; the sandboxed worker arms its own guard and passes False.
     """
+    hits: list[str] = []
+    if not (guard and forbidden):
+        return _run_call(func, args, kwargs, upstream, want_grad, forbidden, api, hits)
+    arm, disarm, problems = _in_process_guard()
+    _in_process["names"], _in_process["hits"] = list(forbidden), hits
+    arm(list(forbidden))
+    try:
+        outcome = _run_call(func, args, kwargs, upstream, want_grad, forbidden, api, hits)
+    finally:
+        disarm()
+    if problems():
+        outcome["unchecked"] = problems()[0]
+    return outcome
+
+
+def _run_call(func: Callable, args: tuple, kwargs: dict, upstream: Any, want_grad: bool,
+              forbidden, api, hits: list[str]) -> dict:
     call_args, call_kwargs, diff = _prepare_inputs(args, kwargs, want_grad)
     before = _clone_tree((call_args, call_kwargs))
     outcome: dict[str, Any] = {"status": "ok", "output": None, "grads": None, "grad_error": None,
-                               "mutated": [], "forbidden": [], "called": [], "error": None}
-    hits: list[str] = []
+                               "mutated": [], "forbidden": hits, "called": [], "error": None}
     called: list[str] = []
-    fn_names = [n for n in forbidden if n.startswith("torch.")]
     node_names = {n[len("autograd."):]: n for n in forbidden if n.startswith("autograd.")}
-    wire_names = [n for n in forbidden if is_tripwire_name(n)]
     restore = _trace_calls(func, list(api), called)
-    disarm = _arm_tripwires(func, wire_names, hits) if wire_names else None
     try:
-        if fn_names:
-            with _ForbiddenFunctions(fn_names, hits):
-                output = func(*call_args, **call_kwargs)
-        else:
-            output = func(*call_args, **call_kwargs)
+        output = func(*call_args, **call_kwargs)
     except BaseException as exc:  # noqa: BLE001 - student code may raise anything, even SystemExit
         outcome["error"] = describe_error(exc)
         if isinstance(exc, NotImplementedError):
@@ -352,20 +281,19 @@ def run_call(func: Callable, args: tuple, kwargs: dict, *, upstream: Any = None,
             outcome["error"]["message"] = _clip(f"{type(exc).__name__}({exc})")
         output = None
     finally:
-        if disarm is not None:
-            disarm()
         restore()
     if node_names and output is not None:
         for node in sorted(_graph_nodes(output) & node_names.keys()):
             if node_names[node] not in hits:
                 hits.append(node_names[node])
-    outcome["forbidden"] = hits
     outcome["called"] = called
     outcome["mutated"] = [path_key(p) for p, t in iter_arrays(before)
                           if not _same(t, _get(call_args, call_kwargs, p))]
     if outcome["status"] != "ok":
         return outcome
     outcome["output"] = output
+    # The backward pass runs under the same refusals: it runs the student's code too (a custom
+    # autograd.Function's backward).
     if want_grad and upstream is not None and diff:
         outcome["grads"], outcome["grad_error"] = _gradients(output, upstream, diff)
     return outcome
@@ -412,16 +340,28 @@ def _gradients(output: Any, upstream: Any, diff: list) -> tuple[dict | None, str
     if not pairs:
         return grads, "detached"
     try:
-        # The gradient of sum(output * upstream) is the vector-Jacobian product with the
-        # upstream gradient, exactly; a scalar loss also spares autograd.grad's lazy import of
-        # the symbolic-shapes machinery (sympy, ~0.5 s) that explicit grad_outputs trigger.
-        loss = sum((g * u).sum() for g, u in pairs)
-        result = torch.autograd.grad(loss, [t for _, t in diff], allow_unused=True)
+        # The vector-Jacobian product with the upstream gradients, by autograd's engine itself:
+        # no arithmetic of the grader's own runs while the question's routines are refused (a
+        # loss `sum(output * upstream)` would meet a forbidden `torch.mul`), and it spares
+        # `autograd.grad`'s lazy import of the symbolic-shapes machinery (sympy, ~0.5 s), which
+        # explicit gradients there trigger. Shapes were checked above.
+        result = _vjp(tuple(g for g, _ in pairs), tuple(u for _, u in pairs),
+                      tuple(t for _, t in diff))
     except BaseException as exc:  # noqa: BLE001
         return None, "backward failed: " + _clip(f"{type(exc).__name__}: {exc}", 200)
     for (p, _), g in zip(diff, result):
         grads[path_key(p)] = None if g is None else g.detach()
     return grads, None
+
+
+def _vjp(outputs: tuple, upstreams: tuple, inputs: tuple) -> tuple:
+    """Gradients reaching `inputs` of `outputs` weighted by `upstreams` (None where none does)."""
+    from torch.autograd.variable import Variable
+
+    engine = getattr(Variable, "_execution_engine", None)
+    if engine is None:     # not this torch's layout: the public API (slower on first use)
+        return torch.autograd.grad(outputs, inputs, grad_outputs=upstreams, allow_unused=True)
+    return engine.run_backward(outputs, upstreams, False, False, inputs, True, False)
 
 
 def _get_out(output, path):

@@ -397,6 +397,16 @@ def main(control_fd: int, pid_namespaces: bool = True, view: list | None = None,
     torch.set_num_threads(1)
     # Warm up the code paths every worker uses, so forks share them instead of redoing them.
     from . import execute, protocol, wire, worker  # noqa: F401
+    # What each worker's guard and audit hook read before the student's code runs: imported
+    # and computed here once, shared by every fork.
+    import collections, enum, logging, sysconfig, traceback, typing  # noqa: E401,F401
+
+    from .forbidden_ops import ROUTINE_OPS, kernel_keys, overloads
+
+    for op in {op for ops in ROUTINE_OPS.values() for op in ops}:
+        for overload in overloads(op):
+            kernel_keys(overload)
+    sysconfig.get_paths()
 
     # Warm up what every worker's first call needs, so that forks share it instead of each
     # paying for it.

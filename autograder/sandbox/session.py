@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 from . import cgroup, wire
+from .evidence import ESCAPES, read_exit
+from .execute import iter_arrays
 from .limits import Limits
 from .protocol import decode_error, decode_outcome
 from .client import Sandbox
@@ -26,6 +28,16 @@ class WorkerStopped(Exception):
         super().__init__(message)
         self.status = status
         self.message = message
+
+
+class Refused(WorkerStopped):
+    """The worker ended itself with an exit status only the engine's refusals use (`evidence`):
+    `kind` is "forbidden" (`index` into the call's forbidden names) or "escape" (`index` into
+    `evidence.ESCAPES`). A student can end their own worker so too, which only costs them."""
+
+    def __init__(self, kind: str, index: int, doing: str):
+        super().__init__("forbidden" if kind == "forbidden" else "integrity", doing)
+        self.kind, self.index, self.doing = kind, index, doing
 
 
 class MalformedReply(Exception):
@@ -63,7 +75,7 @@ class WorkerSession:
         self.cells = cells   # a notebook: code cells run one by one, going on after errors
         self.module, self.api, self.limits = module, api, limits
         self.answers = list(answers or [])       # names of values to report (knowledge checks)
-        self.tripwires = list(tripwires or [])   # forbidden functions outside torch
+        self.tripwires = list(tripwires or [])   # every forbidden routine of the assignment
         self.memo = memo    # encodings of inputs the grader sends every submission alike
         self.wid: int | None = None
         self.sock: socket.socket | None = None
@@ -72,6 +84,10 @@ class WorkerSession:
         self.question_deadline = self.started + limits.question_seconds
         self.question_seconds = limits.question_seconds
         self.malformed: str | None = None   # set once a reply was malformed: nothing more runs
+        self.question: str | None = None    # the question being graded (None: the import)
+        # Escapes the worker's audit hook refused: [{"escape": words, "question": id or None}]
+        self.escapes: list[dict] = []
+        self.unchecked: str | None = None   # a check the worker could not install, if any
 
     # -- deadlines
     def begin_question(self) -> None:
@@ -88,12 +104,15 @@ class WorkerSession:
         deadline = min(time.monotonic() + self.limits.import_seconds,
                        self.started + self.limits.submission_seconds)
         request = {"op": "load", "filename": self.filename, "module": self.module,
-                   "api": self.api, "answers": self.answers, "tripwires": self.tripwires}
+                   "api": self.api, "answers": self.answers, "forbidden": self.tripwires}
         if self.cells is not None:
             request["cells"] = [[n, src] for n, src in self.cells]
         else:
             request["source"] = self.source
-        reply, rbuf = self._exchange(request, [], deadline, "importing your file")
+        try:
+            reply, rbuf = self._exchange(request, [], deadline, "importing your file")
+        except Refused as e:
+            raise self._refused(e, []) from None
         try:
             return _load_result(reply, rbuf, self.api, self.answers)
         except Exception as e:  # noqa: BLE001 - untrusted data: every failure is malformed
@@ -141,13 +160,34 @@ class WorkerSession:
                   "upstream": wire.encode(upstream, buffers, memo=self.memo),
                   "want_grad": want_grad,
                   "forbidden": list(forbidden)}
-        reply, rbuf = self._exchange(header, buffers, self._deadline(), f"running {fn}")
+        try:
+            reply, rbuf = self._exchange(header, buffers, self._deadline(), f"running {fn}")
+        except Refused as e:
+            numpy = any(type(a).__module__ == "numpy" for _, a in iter_arrays((args, kwargs)))
+            raise self._refused(e, list(forbidden), fn, "array" if numpy else "tensor") from None
         try:
             if reply.get("ok") is not True:
                 raise wire.WireError("the worker refused a call")
             return decode_outcome(reply.get("outcome"), rbuf, wire.Budget(release=True))
         except Exception as e:  # noqa: BLE001 - untrusted data: every failure is malformed
             self._malformed(e)
+
+    def _refused(self, e: Refused, forbidden: list[str], fn: str | None = None,
+                 noun: str = "tensor") -> WorkerStopped:
+        """What a refusal means for this case: a forbidden call (named in the assignment's words),
+        or an escape, recorded for `integrity.withhold_for_escapes`."""
+        if e.kind == "forbidden":
+            routine = forbidden[e.index] if e.index < len(forbidden) else "a forbidden routine"
+            stopped = WorkerStopped("forbidden", forbidden_message(fn or "your code", [routine],
+                                                                  noun))
+            stopped.routines, stopped.noun = [routine], noun
+            return stopped
+        what = ESCAPES[e.index]
+        question = self.question if fn is not None else None
+        if not any(x["escape"] == what and x["question"] == question for x in self.escapes):
+            self.escapes.append({"escape": what, "question": question})
+        return WorkerStopped("integrity", f"integrity: the grader refused {what} while "
+                                          f"{e.doing}; flagged for review")
 
     def _exchange(self, header: dict, buffers: list[bytes], deadline: float,
                   doing: str) -> tuple[dict, list[bytes]]:
@@ -183,6 +223,9 @@ class WorkerSession:
             self._malformed(e)
         except (EOFError, ConnectionError, OSError):
             info = self._stop(grace=1.0)
+            evidence = read_exit(info.get("exit"))
+            if evidence is not None:
+                raise Refused(evidence[0], evidence[1], doing) from None
             raise WorkerStopped(*_death(info, doing)) from None
 
 
@@ -298,3 +341,13 @@ def _death(info: dict, doing: str) -> tuple[str, str]:
         return "error", f"the process stopped unexpectedly while {doing}"
     what = _SIGNALS.get(sig, f"ended by signal {sig}")
     return "error", f"the process {what} while {doing}"
+
+
+def forbidden_message(fn: str, routines: list[str], noun: str = "tensor",
+                      source: list[str] = ()) -> str:
+    """The feedback of a forbidden call, naming the routines as the assignment names them, and
+    where the source shows the route when the trusted scan found it."""
+    names = ", ".join(f"`{r}`" for r in routines)
+    shows = f" (your source: {'; '.join(source[:3])})" if source else ""
+    return (f"{fn} called {names}{shows}, which this question asks you to write yourself; "
+            f"implement it with basic {noun} operations")

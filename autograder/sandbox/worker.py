@@ -4,10 +4,16 @@ It is forked by the fork server (see `forkserver.py`) with limits already set an
 talks to the trusted grader over one socket. It holds no reference code, no expected values and
 no hidden test definitions: only the inputs of each call. Everything it sends back is data that
 the trusted side validates (`protocol.decode_outcome`).
+
+Before the student's source runs (`protect`), the worker installs its audit hook (`audit.py`),
+takes the engine's modules out of `sys.modules` and gives the process a fresh `__main__`, so
+that nothing of the engine is within the student's reach without an audited (and refused)
+operation. Each call's forbidden routines are refused at torch's dispatcher and at the Python
+functions themselves (`guard.py`) for as long as that question's calls run; a refusal ends the
+worker with an exit status naming it (`evidence.py`), which no reply can hide.
 """
 from __future__ import annotations
 
-import io
 import json
 import linecache
 import os
@@ -15,24 +21,37 @@ import socket
 import sys
 import types
 
-from . import wire
-from .execute import describe_error, install_tripwires, is_memory_error, run_call
+from . import audit, guard, wire
+from .evidence import FORBIDDEN_EXIT, MAX_FORBIDDEN
+from .execute import describe_error, is_memory_error, run_call
 from .protocol import encode_outcome
 
+# Taken before any student code runs: what the student rebinds later changes nothing here.
+_exit = os._exit
+ENGINE = "autograder"
 
-class CappedWriter(io.TextIOBase):
-    """Stands in for stdout/stderr: keeps nothing past a small cap, so printing is cheap."""
 
-    def __init__(self, cap: int):
-        self.cap = cap
-        self.size = 0
+def _engine_modules() -> list[str]:
+    return [n for n in sys.modules if n == ENGINE or n.startswith(ENGINE + ".")]
 
-    def write(self, s: str) -> int:
-        self.size = min(self.size + len(s), self.cap)
-        return len(s)
 
-    def writable(self) -> bool:
-        return True
+def protect() -> None:
+    """Put the engine out of the student's reach, just before their source runs: the audit hook
+    (refusing frames, gc scans, ctypes, code building, ...), no engine module in `sys.modules`
+    (importing one again is refused too), a `__main__` emptied of the fork server's names. Once per
+    worker process; never in the student's own process (`autograder check`)."""
+    classes = [v for n in _engine_modules() for v in vars(sys.modules[n]).values()
+               if isinstance(v, type) and str(getattr(v, "__module__", "")).startswith(ENGINE)]
+    audit.install(_exit, trusted=guard.own_code(), engine_classes=classes)
+    for name in _engine_modules():
+        del sys.modules[name]
+    # The fork server's `__main__` holds its entry point, and libraries keep a reference to
+    # that module object (dill does): emptied, not merely replaced.
+    main = sys.modules.get("__main__")
+    if main is None:
+        main = sys.modules["__main__"] = types.ModuleType("__main__")
+    vars(main).clear()
+    vars(main).update({"__name__": "__main__", "__builtins__": sys.modules["builtins"]})
 
 
 class Channel:
@@ -168,11 +187,15 @@ def _shift_buffers(node, offset: int):
 
 def serve(sock: socket.socket, output_cap: int) -> None:
     """Main loop of a worker; returns when the trusted side closes the socket."""
-    sys.stdout = CappedWriter(output_cap)
-    sys.stderr = CappedWriter(output_cap)
+    # Prints go nowhere (descriptors 1 and 2 are /dev/null already), through plain file
+    # objects: nothing of the engine's own sits in `sys.stdout`.
+    sys.stdout = open(os.devnull, "w", encoding="utf-8", errors="replace")
+    sys.stderr = sys.stdout
     channel = Channel(sock)
     module = None
     api: list[str] = []
+    arm = problems = None
+    protected = False
     while True:
         try:
             header, buffers = channel.recv()
@@ -183,8 +206,14 @@ def serve(sock: socket.socket, output_cap: int) -> None:
             api = [str(a) for a in header.get("api", [])]
             answers = [str(a) for a in header.get("answers", [])]
             try:
-                # Before the student's import, so `from package import function` binds them.
-                install_tripwires([str(n) for n in header.get("tripwires", [])])
+                if not protected:
+                    # Held only in this frame, made before the student's code runs: it can
+                    # neither reach nor rebind what arming uses.
+                    arm, _, problems = guard.make_guard(
+                        _exit, offset=FORBIDDEN_EXIT, limit=MAX_FORBIDDEN,
+                        names=[str(n) for n in header.get("forbidden", [])])
+                    protect()
+                    protected = True
                 cell_errors = None
                 if isinstance(header.get("cells"), list):
                     module, cell_errors = load_student_cells(header["cells"], header["filename"],
@@ -208,9 +237,15 @@ def serve(sock: socket.socket, output_cap: int) -> None:
             args, kwargs = wire.decode(header["inputs"], buffers)
             upstream = wire.decode(header["upstream"], buffers)
             func = module.__dict__.get(header["fn"])
+            forbidden = [str(f) for f in header.get("forbidden", [])]
+            # Armed until the next call forbids something else: encoding the result (which may
+            # run the student's code, e.g. a tensor subclass) happens under the same refusals.
+            arm(forbidden)
             outcome = run_call(func, tuple(args), dict(kwargs), upstream=upstream,
                                want_grad=bool(header.get("want_grad")),
-                               forbidden=[str(f) for f in header.get("forbidden", [])], api=api)
+                               forbidden=forbidden, api=api, guard=False)
+            if problems():
+                outcome["unchecked"] = problems()[0]
             out_buffers: list[bytes] = []
             try:
                 node = encode_outcome(outcome, out_buffers)

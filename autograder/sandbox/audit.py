@@ -1,0 +1,214 @@
+"""The worker's audit hook (PEP 578): escapes into the interpreter refused, and reported.
+
+Installed in each worker before the student's source runs; Python offers no way to remove an
+audit hook, and its state lives only in this closure. CPython raises an audit event for each
+way to reach objects the student was not given: frames (`sys._getframe`, `sys._current_frames`,
+a traceback's `tb_frame`, a generator's or coroutine's frame, `f_code`), the collector's object
+lists, `ctypes`, building code and functions, `marshal`, pickle's `find_class`, trace and
+profile hooks, the process's own `/proc` files, and imports. The hook refuses those by ending
+the worker with an exit status naming the escape (`evidence.py`): the refusal is complete (no
+code of the student's runs after it) and the trusted side reads it from outside the worker.
+
+Honest code must never trip it, so a few readers are allowed by who asks, identified by their
+code objects (which the student can neither forge nor rebuild: building code is refused):
+
+* the standard library's readers that take only a name or text from a frame (`namedtuple`,
+  `typing`'s and `enum`'s module lookups, `logging`'s caller lookup, `traceback`'s extraction,
+  which returns text), so `traceback.print_exc()` or a `NamedTuple` keep working;
+  `inspect.stack()` or `sys._getframe()` itself, which hand frames to the caller, are refused;
+* the import system's `marshal.loads` of cached bytecode;
+* the engine's own code (`trusted`): the guard's code swaps (`guard.py`).
+
+What it does not hold against: native code. A compiled extension already loaded by a library,
+or a bug in one, runs below Python's audit points; there only the sandbox level holds (its own
+user, namespaces, rlimits, the file system view; see `levels.py`).
+"""
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from typing import Iterable
+
+from .evidence import ESCAPE_EXIT, ESCAPES
+
+FRAMES, GC, CTYPES, CODE, MARSHAL, PICKLE, TRACE, PROC, HOOK, ENGINE, SET_CODE, CLASSES = \
+    range(len(ESCAPES))
+
+# Attributes CPython audits as "object.__getattr__" that hand out a frame or a code object.
+_FRAME_ATTRIBUTES = {"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_code"}
+_ALWAYS = {
+    "sys._current_frames": FRAMES, "gc.get_objects": GC, "gc.get_referrers": GC,
+    "gc.get_referents": GC, "pickle.find_class": PICKLE, "sys.settrace": TRACE,
+    "sys.setprofile": TRACE, "sys.addaudithook": HOOK,
+}
+_WATCHED = set(_ALWAYS) | {"sys._getframe", "object.__getattr__", "object.__setattr__",
+                           "code.__new__", "function.__new__", "marshal.loads", "marshal.load",
+                           "open", "import", "compile"}
+
+
+def _code_of(obj) -> object | None:
+    code = getattr(obj, "__code__", None)
+    return code if code is not None else None
+
+
+def _standard_readers() -> tuple[set, set, set]:
+    """Code objects of the standard library allowed to read frames: (readers that return only
+    names or text, frame generators allowed only when `traceback`'s extraction consumes them,
+    that extraction)."""
+    import collections
+    import enum
+    import logging
+    import traceback
+    import typing
+
+    readers = {_code_of(collections.namedtuple), _code_of(getattr(typing, "_caller", None)),
+               _code_of(traceback.extract_stack), _code_of(traceback.format_stack),
+               _code_of(traceback.print_stack), _code_of(logging.Logger.findCaller),
+               _code_of(getattr(logging, "_is_internal_frame", None))}
+    create = getattr(enum.EnumType, "_create_", None) if hasattr(enum, "EnumType") else None
+    readers.add(_code_of(getattr(create, "__func__", create)))
+    generators = {_code_of(traceback.walk_tb),
+                  _code_of(getattr(traceback, "_walk_tb_with_full_positions", None))}
+    extract = getattr(traceback.StackSummary, "_extract_from_extended_frame_gen", None)
+    consumers = {_code_of(getattr(extract, "__func__", extract))}
+    return ({c for c in readers if c is not None}, {c for c in generators if c is not None},
+            {c for c in consumers if c is not None})
+
+
+def _library_dirs() -> tuple[str, ...]:
+    """Where the Python installation's and the installed packages' files are."""
+    import sysconfig
+
+    dirs = {sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+    dirs |= {sys.prefix, sys.base_prefix, sys.exec_prefix}
+    return tuple(sorted(d.rstrip("/") + "/" for d in dirs if d))
+
+
+def _is_library(filename: str, library: tuple[str, ...]) -> bool:
+    return filename.startswith(library) or filename.startswith("<frozen ")
+
+
+def _under_proc(path) -> bool:
+    """Whether `path` (after links) is /proc itself or a process's folder in it."""
+    if isinstance(path, int):
+        return False
+    try:
+        real = os.path.realpath(os.fsdecode(path))
+    except (TypeError, ValueError, OSError):
+        return True
+    parts = real.split("/")
+    if real == "/proc" or (len(parts) > 2 and parts[1] == "proc" and (
+            parts[2] in ("self", "thread-self") or parts[2].isdigit())):
+        return True
+    return False
+
+
+def install(exit_worker, trusted: Iterable[object] = (),
+            engine_classes: Iterable[type] = ()) -> None:
+    """Install the hook. `exit_worker(status)` ends the process (`os._exit`, taken here so that
+    nothing the student rebinds later matters); `trusted`: the engine's own code objects that
+    may swap a function's code; `engine_classes`: classes whose attributes the student's code
+    may not change."""
+    readers, generators, consumers = _standard_readers()
+    loaders = set()
+    for name in ("_frozen_importlib_external", "zipimport"):
+        module = sys.modules.get(name)
+        for attr in ("_compile_bytecode", "_unmarshal_code"):
+            code = _code_of(getattr(module, attr, None))
+            if code is not None:
+                loaders.add(code)
+    trusted_codes = set(trusted)
+    library = _library_dirs()
+    import inspect
+    handouts = {inspect.__file__}
+    importers = {c for c in loaders} | {
+        _code_of(getattr(sys.modules.get("_frozen_importlib_external"), "source_to_code", None))}
+    classes = {id(c) for c in engine_classes}
+    logging_frame = find_caller = None
+    logging_module = sys.modules.get("logging")
+    if logging_module is not None:
+        logging_frame = _code_of(getattr(logging_module, "currentframe", None))
+        find_caller = _code_of(logging_module.Logger.findCaller)
+    get_frame, get_ident, exit_status = sys._getframe, threading.get_ident, ESCAPE_EXIT
+    inside: set[int] = set()   # threads running this hook: its own frame reads pass
+
+    def chain(frame, depth: int) -> list:
+        """Code objects of `frame` (the operation's caller) and up to `depth` frames above."""
+        codes = []
+        while frame is not None and len(codes) <= depth:
+            codes.append(frame.f_code)
+            frame = frame.f_back
+        return codes
+
+    def frames_allowed(frame) -> bool:
+        codes = chain(frame, 3)
+        if not codes:
+            return False
+        if codes[0] in readers or codes[0] in consumers:
+            return True
+        if codes[0] in generators:
+            return any(c in consumers for c in codes[1:])
+        if logging_frame is not None and codes[0] is logging_frame:
+            return len(codes) > 1 and codes[1] is find_caller
+        # Other library code reading frames (typing_extensions, sympy's lazy import under
+        # torch...) keeps what it reads. The modules whose very job is handing frames to their
+        # caller (`inspect`) count as their first caller outside them: a library, or the student.
+        rest = chain(frame, 8)
+        while rest and rest[0].co_filename in handouts:
+            rest = rest[1:]
+        return bool(rest) and _is_library(rest[0].co_filename, library)
+
+    def caller_in(frame, codes: set) -> bool:
+        return frame is not None and frame.f_code in codes
+
+    def refused(event: str, args: tuple, frame) -> int | None:
+        if event in _ALWAYS:
+            return _ALWAYS[event]
+        if event == "sys._getframe":
+            return None if frames_allowed(frame) else FRAMES
+        if event == "object.__getattr__":
+            if len(args) > 1 and args[1] in _FRAME_ATTRIBUTES:
+                return None if frames_allowed(frame) else FRAMES
+            return None
+        if event == "object.__setattr__":
+            if len(args) > 1 and args[1] == "__code__":
+                return None if caller_in(frame, trusted_codes) else SET_CODE
+            if classes and isinstance(args[0], type) and id(args[0]) in classes:
+                return CLASSES
+            return None
+        if event in ("code.__new__", "function.__new__"):
+            return None if caller_in(frame, trusted_codes) else CODE
+        if event == "compile":
+            # A library's file name on the student's code would pass it for library code.
+            name = args[1] if len(args) > 1 else None
+            if isinstance(name, (str, bytes)) and _is_library(os.fsdecode(name), library):
+                return None if caller_in(frame, importers) else CODE
+            return None
+        if event in ("marshal.loads", "marshal.load"):
+            return None if caller_in(frame, loaders) else MARSHAL
+        if event == "open":
+            return PROC if args and _under_proc(args[0]) else None
+        if event == "import":
+            top = str(args[0]).split(".")[0] if args else ""
+            if top in ("ctypes", "_ctypes"):
+                return CTYPES
+            return ENGINE if top == "autograder" else None
+        return None
+
+    def hook(event: str, args: tuple) -> None:
+        if event not in _WATCHED and not event.startswith("ctypes."):
+            return
+        me = get_ident()
+        if me in inside:
+            return
+        inside.add(me)
+        try:
+            # The Python frame that caused the event (0 is this hook).
+            kind = CTYPES if event.startswith("ctypes.") else refused(event, args, get_frame(1))
+        finally:
+            inside.discard(me)
+        if kind is not None:
+            exit_worker(exit_status + kind)
+
+    sys.addaudithook(hook)
