@@ -1,6 +1,7 @@
 """Fixtures shared by the tests: the assignment, one sandbox for the whole run, grading."""
 from __future__ import annotations
 
+import ctypes
 import sys
 from pathlib import Path
 
@@ -14,6 +15,19 @@ from helpers import ROOT  # noqa: E402,F401 - puts the project first on the impo
 from autograder.assignment import load_assignment  # noqa: E402
 from autograder.grade import check_in_process, grade_submission  # noqa: E402
 from autograder.sandbox import Sandbox  # noqa: E402
+
+
+PR_SET_CHILD_SUBREAPER = 36
+
+
+@pytest.fixture(scope="session", autouse=True)
+def orphans_stay_in_this_run():
+    """A process that escapes the grader (a double fork, `setsid`) is reparented to this test
+    process instead of init, so the leftover checks can look at this run's descendants only
+    (`helpers.own_processes`) and never at other checkouts' runs on the same machine."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    assert libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0, ctypes.get_errno()
+    yield
 
 
 @pytest.fixture(scope="session")
