@@ -54,3 +54,40 @@ def check(assignment):
     def _check(path: Path):
         return check_in_process(assignment, Path(path))
     return _check
+
+
+# ------------------------------------------------------------------ expensive work, done once
+# Each of these used to be repeated by several test files; a session fixture does it once for
+# all of them. Tests must not change what these return (copy first).
+
+@pytest.fixture(scope="session")
+def corpus_results(grade):
+    """Every file of the wrong and correct corpus, graded once in the sandbox: {name: result}."""
+    from helpers import SUBMISSIONS
+
+    files = sorted((SUBMISSIONS / "wrong").glob("*.py")) + \
+        sorted((SUBMISSIONS / "correct").glob("*.py"))
+    results = {f.name: grade(f) for f in files}
+    assert len(results) == len(files), "corpus file names must be unique across folders"
+    return results
+
+
+@pytest.fixture(scope="session")
+def built(tmp_path_factory):
+    """`autograder build -a attention` once, as an instructor runs it: the student bundle, the
+    Gradescope zip, the otter zip and the Classroom 50 folder, in one output folder."""
+    from helpers import run_cli
+
+    out = tmp_path_factory.mktemp("built")
+    r = run_cli("build", "-a", "attention", "--out", str(out))
+    assert r.returncode == 0, r.stdout + r.stderr
+    return out
+
+
+@pytest.fixture(scope="session")
+def hostile_names(tmp_path_factory):
+    """One class of hostile names and messages, graded once with `--out --feedback` for the
+    terminal, Markdown, CSV and HTML escaping tests (tests/hostile_names.py)."""
+    from hostile_names import grade_class
+
+    return grade_class(tmp_path_factory.mktemp("hostile-names"))
