@@ -315,9 +315,15 @@ def _grade_in_pool(grader: _Grader, pending: dict, jobs: int, context, slots):
     finally:
         if not finished:
             # Interrupted: grade nothing more, and do not wait for the submissions being graded
-            # (their processes end with this one; the results so far are in the cache).
+            # (the results so far are in the cache).
             for fut in futures:
                 fut.cancel()
+            if not broken:
+                # Killed now: the interpreter's exit joins the pool and would otherwise wait
+                # for the submissions in flight and those already queued to a process (a loop
+                # in flight costs its whole time limit).
+                for process in list((getattr(pool, "_processes", None) or {}).values()):
+                    process.kill()
         pool.shutdown(wait=finished or broken, cancel_futures=True)
 
 
