@@ -284,6 +284,7 @@ def _otter_run(zip_path: Path, submission: Path, out: Path) -> dict:
     return {t["name"]: t for t in results["tests"] if t["name"] in QUESTIONS}
 
 
+@pytest.mark.slow
 def test_otter_run_gives_the_same_scores_as_autograder_grade(built, tmp_path, assignment, grade,
                                                            corpus_results):
     sample = _otter_sample(tmp_path, assignment)

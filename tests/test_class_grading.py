@@ -96,6 +96,7 @@ def _snapshot(out: Path) -> dict:
             "feedback": {p.name: p.read_text() for p in (out / "feedback").iterdir()}}
 
 
+@pytest.mark.slow
 def test_resume_after_kill_gives_the_same_files(clean_loop_run, tmp_path):
     cls, clean = clean_loop_run
     resumed = tmp_path / "resumed"
@@ -255,6 +256,7 @@ def _grading_midway(clean_loop_run, tmp_path: Path):
     return cls, clean, out, proc
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_a_parallel_run_at_once_and_a_rerun_finishes_it(clean_loop_run, tmp_path):
     cls, clean, out, proc = _grading_midway(clean_loop_run, tmp_path)
     helpers = _descendants(proc.pid)      # grading processes, fork servers, workers
@@ -280,6 +282,7 @@ def test_ctrl_c_stops_a_parallel_run_at_once_and_a_rerun_finishes_it(clean_loop_
     assert _snapshot(out) == clean
 
 
+@pytest.mark.slow
 def test_grading_processes_die_with_a_killed_grader(clean_loop_run, tmp_path):
     cls, clean, out, proc = _grading_midway(clean_loop_run, tmp_path)
     helpers = _descendants(proc.pid)
@@ -296,6 +299,7 @@ def test_grading_processes_die_with_a_killed_grader(clean_loop_run, tmp_path):
     assert _snapshot(out) == clean
 
 
+@pytest.mark.slow
 def test_a_grading_process_that_dies_costs_no_result(clean_loop_run, tmp_path):
     cls, clean, out, proc = _grading_midway(clean_loop_run, tmp_path)
     from autograder.sandbox.procfs import children

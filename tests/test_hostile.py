@@ -170,6 +170,7 @@ def batch(tmp_path_factory):
             "honest": [f"zz_honest_{f.name}" for f in honest]}
 
 
+@pytest.mark.slow
 def test_batch_finishes_with_a_row_for_every_submission(batch):
     r = batch["proc"]
     assert r.returncode == 0, r.stderr[-3000:]
@@ -183,6 +184,7 @@ def test_batch_finishes_with_a_row_for_every_submission(batch):
                                    "timeout", "memory limit", "forbidden call", "integrity"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_each_attack_gains_nothing(batch, name):
     data = json.loads(batch["out"].read_text())
@@ -205,6 +207,7 @@ def test_every_hostile_file_has_an_expectation():
     assert sorted(f.name for f in HOSTILE.glob("*.py")) == sorted(EXPECTED)
 
 
+@pytest.mark.slow
 def test_honest_submissions_keep_their_exact_scores(batch):
     data = json.loads(batch["out"].read_text())
     for s in data["submissions"]:
@@ -212,10 +215,12 @@ def test_honest_submissions_keep_their_exact_scores(batch):
             assert s["score"] == s["max_score"] == 35, s
 
 
+@pytest.mark.slow
 def test_nothing_is_left_running(batch):
     assert leftover_processes() == []
 
 
+@pytest.mark.slow
 def test_no_secret_in_any_output(batch):
     r = batch["proc"]
     assert SECRET not in r.stdout and SECRET not in r.stderr
@@ -224,6 +229,7 @@ def test_no_secret_in_any_output(batch):
             assert SECRET.encode() not in f.read_bytes(), f
 
 
+@pytest.mark.slow
 def test_nothing_outside_the_sandbox_was_written_or_deleted(batch):
     assert sorted(p.name for p in batch["dir"].iterdir()) == batch["before"]
     assert sorted(p.name for p in batch["out"].parent.iterdir()) == ["results.json"]
@@ -236,11 +242,13 @@ def test_nothing_outside_the_sandbox_was_written_or_deleted(batch):
     assert "HOSTILE_PICKLE_RCE_EXECUTED" not in batch["proc"].stderr + batch["proc"].stdout
 
 
+@pytest.mark.slow
 def test_printed_fake_scores_have_no_effect(batch):
     out = batch["proc"].stdout
     assert "100/100" not in out and '"score": 100' not in out
 
 
+@pytest.mark.slow
 def test_the_sandbox_level_is_reported(batch):
     assert "sandbox: namespaces" in batch["proc"].stdout or \
         "sandbox: user" in batch["proc"].stdout or "sandbox: rlimits" in batch["proc"].stdout
@@ -256,6 +264,7 @@ DEGRADED = ["honest.py", "detached_background_processes_at_import.py", "fork_chi
             "sys_exit_at_import.py", "output_flood.py", "memory_hog_layer_norm.py"]
 
 
+@pytest.mark.slow
 def test_rlimits_level_still_contains_processes_and_time(tmp_path):
     for name in DEGRADED:
         shutil.copy(HOSTILE / name, tmp_path / name)
@@ -278,6 +287,7 @@ def test_rlimits_level_still_contains_processes_and_time(tmp_path):
         check_flag(name, data[name])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("level", ["namespaces", "rlimits"])
 def test_without_pid_namespaces_the_fork_server_kills_what_workers_leave(level):
     """Where a worker cannot have a PID namespace of its own, the fork server, a subreaper,

@@ -206,6 +206,7 @@ def _level(level: str) -> str:
     return level
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("level", LEVELS)
 def test_memory_outside_the_address_space_gets_the_memory_status(tmp_path, level):
     _level(level)
@@ -226,6 +227,7 @@ def test_memory_outside_the_address_space_gets_the_memory_status(tmp_path, level
     assert _own_files() == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("level", LEVELS)
 def test_what_one_worker_leaves_is_gone_for_the_next(tmp_path, level):
     _level(level)

@@ -213,6 +213,7 @@ def _check(data: dict) -> None:
         assert list(sub["questions"]) == QUESTIONS
 
 
+@pytest.mark.slow
 def test_user_level_in_a_container_without_bubblewrap(tmp_path, grader_tmp):
     require_level("user")
     r = _in_container("sandbox")
@@ -232,6 +233,7 @@ def test_user_level_in_a_container_without_bubblewrap(tmp_path, grader_tmp):
     _nothing_left(before, grader_tmp)
 
 
+@pytest.mark.slow
 def test_namespaces_level_hides_the_same_and_leaves_nothing(tmp_path, grader_tmp):
     require_level("namespaces")
     folder = tmp_path / "class"
@@ -246,6 +248,7 @@ def test_namespaces_level_hides_the_same_and_leaves_nothing(tmp_path, grader_tmp
     _nothing_left(before, grader_tmp)
 
 
+@pytest.mark.slow
 def test_rlimits_level_as_root_still_leaves_nothing(tmp_path, grader_tmp):
     """At `rlimits` the worker is the grader's own user (here root): it can read the project,
     so the reader is left out; what this level does guarantee as root is that nothing it
