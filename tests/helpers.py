@@ -212,3 +212,42 @@ def require_level(level: str) -> None:
         if impossible is None:
             pytest.fail(f"the {level} sandbox level should be available here but is not: {e}")
         pytest.skip(f"the {level} sandbox level is impossible here: {impossible}")
+
+
+def cli_in_process(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """`autograder ARGS` run by this test process (`cli.main`), for tests that are not about
+    the command's own process: the same code path as `run_cli` without an interpreter's
+    start-up and torch's import (seconds each). Its output is captured as run_cli captures
+    it: what this process prints, and what any process it starts writes to its stdout and
+    stderr (file descriptors 1 and 2 point at files meanwhile)."""
+    import contextlib
+    import io
+    import tempfile
+
+    from autograder.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with tempfile.TemporaryFile() as fd_out, tempfile.TemporaryFile() as fd_err:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        saved = os.dup(1), os.dup(2)
+        os.dup2(fd_out.fileno(), 1)
+        os.dup2(fd_err.fileno(), 2)
+        try:
+            with contextlib.chdir(cwd or ROOT), contextlib.redirect_stdout(out), \
+                    contextlib.redirect_stderr(err):
+                try:
+                    code = main(list(args))
+                except SystemExit as e:     # argparse's errors
+                    code = e.code if isinstance(e.code, int) else 1
+        finally:
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            os.close(saved[0])
+            os.close(saved[1])
+        fd_out.seek(0)
+        fd_err.seek(0)
+        more_out = fd_out.read().decode("utf-8", "replace")
+        more_err = fd_err.read().decode("utf-8", "replace")
+    return subprocess.CompletedProcess(["autograder", *args], code, out.getvalue() + more_out,
+                                       err.getvalue() + more_err)

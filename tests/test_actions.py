@@ -14,7 +14,7 @@ import sys
 import pytest
 import yaml
 
-from helpers import QUESTIONS, SUBMISSIONS, run_cli
+from helpers import QUESTIONS, SUBMISSIONS, cli_in_process
 from autograder.classroom import WORKFLOW_PATH, step_id, workflow_yaml
 
 OUTPUT_LINE = re.compile(r"^([A-Za-z0-9_-]+)=([^\r\n]*)$")
@@ -91,7 +91,8 @@ def test_outputs_sum_to_grade_and_summary_names_what_is_wrong(repo, tmp_path):
         total += sum(t["score"] for t in data["tests"])
         maximum += data["max_score"]
     out = tmp_path / "g.json"
-    run_cli("grade", "-a", "attention", str(sub), "--public-only", "--json", str(out))
+    assert cli_in_process("grade", "-a", "attention", str(sub), "--public-only", "--json",
+                          str(out)).returncode == 0
     graded = json.loads(out.read_text())["submissions"][0]
     assert total == graded["score"] == float(values["score"])
     assert maximum == graded["max_score"]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import QUESTIONS, ROOT, SUBMISSIONS, run_cli, settled
+from helpers import QUESTIONS, ROOT, SUBMISSIONS, cli_in_process, run_cli, settled
 
 
 def make_class(root: Path) -> dict[str, str]:
@@ -46,7 +46,7 @@ def graded_class(tmp_path_factory):
     root = tmp_path_factory.mktemp("classroom")
     info = make_class(root)
     out = root / "out"
-    r = run_cli("grade", "-a", "attention", info["class"], "--out", str(out), timeout=900)
+    r = cli_in_process("grade", "-a", "attention", info["class"], "--out", str(out))
     assert r.returncode == 0, r.stderr[-3000:]
     return {"root": root, "out": out, "proc": r, **info}
 
@@ -81,8 +81,8 @@ def test_feedback_files_are_what_the_student_sees(graded_class):
 
 
 def test_rerun_on_an_unchanged_class_regrades_nothing(graded_class):
-    r = run_cli("grade", "-a", "attention", graded_class["class"], "--out",
-                str(graded_class["out"]))
+    r = cli_in_process("grade", "-a", "attention", graded_class["class"], "--out",
+                       str(graded_class["out"]))
     assert r.returncode == 0
     assert "8 of 8 submissions unchanged since the last run (cached)" in r.stdout
     assert "grading" not in r.stderr  # no progress bar: nothing to grade
@@ -164,7 +164,7 @@ def test_gradescope_export_layout(tmp_path):
         "submission_102:\n  :submitters:\n  - :name: Alan Turing\n  - :name: Grace Hopper\n"
         "submission_103:\n  :submitters:\n  - :name: Empty Upload\n")
     out = tmp_path / "out"
-    r = run_cli("grade", "-a", "attention", str(export), "--out", str(out))
+    r = cli_in_process("grade", "-a", "attention", str(export), "--out", str(out))
     assert r.returncode == 0, r.stderr[-2000:]
     rows = {s["student"]: s for s in json.loads((out / "grades.json").read_text())["submissions"]}
     assert sorted(rows) == ["Ada Lovelace", "Alan Turing & Grace Hopper", "Empty Upload"]
