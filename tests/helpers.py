@@ -138,3 +138,133 @@ def run_workflow_step(script: str, repo: Path, tmp_path: Path, env: dict | None 
     full_env.update(HOME=str(home), RUNNER_TEMP=str(tmp_path / "runner_temp"), **(env or {}))
     return subprocess.run(["bash", "-e", "-c", script], cwd=repo, env=full_env,
                           capture_output=True, text=True, timeout=timeout)
+
+
+# ------------------------------------------------------------------ what belongs to this run
+# Other checkouts may run the same suite on the same machine at the same time: their sandbox
+# users, IPC objects and hostile files look exactly like ours. Tests that look for leftovers
+# therefore look only at this run's own: processes descended from the test process (conftest
+# makes it a subreaper, so an escaped orphan is reparented to it, not to init), and files and
+# IPC keys named with RUN_TOKEN.
+RUN_TOKEN = f"{os.getpid()}r{os.urandom(3).hex()}"
+# System V IPC keys of this run: a block of 4096 from a random base (keys are 32-bit; 0 is
+# IPC_PRIVATE, never used as a run key).
+_RUN_KEY_BASE = 0x10000000 + int.from_bytes(os.urandom(3), "big") * 0x40
+
+
+def run_ipc_key(n: int = 0) -> int:
+    """The `n`-th System V key of this run (0 <= n < 64)."""
+    assert 0 <= n < 0x40
+    return _RUN_KEY_BASE + n
+
+
+def own_processes() -> list[dict]:
+    """Live processes descended from this test process: pid, uid, state and command line.
+    Zombies are left out (they run nothing; the subreaper holds them until it exits)."""
+    from autograder.sandbox.procfs import descendants
+
+    found = []
+    for pid in descendants(os.getpid()):
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+            uid = int(next(line.split()[1] for line in
+                           Path(f"/proc/{pid}/status").read_text().splitlines()
+                           if line.startswith("Uid:")))
+            args = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(
+                "utf-8", "replace").strip()
+        except (OSError, StopIteration, ValueError):
+            continue    # ended while being read
+        state = stat.rsplit(")", 1)[1].split()[0]
+        if state not in ("Z", "X"):
+            found.append({"pid": pid, "uid": uid, "state": state, "args": args})
+    return found
+
+
+def settled(probe, polls: int = 100, pause: float = 0.1):
+    """`probe()` once it returns something falsy, or its last value after `polls` tries: for
+    processes that were killed and may take a moment to be gone."""
+    import time
+
+    value = probe()
+    for _ in range(polls):
+        if not value:
+            return value
+        time.sleep(pause)
+        value = probe()
+    return value
+
+
+# ------------------------------------------------------------------ sandbox levels
+LEVELS = ("namespaces", "user", "rlimits")
+
+
+def level_expected_here(level: str) -> str | None:
+    """Why `level` cannot work on this machine, or None where it must: `namespaces` wherever
+    bubblewrap is installed and the tests run as root (as non-root it needs unprivileged user
+    namespaces, which some systems block), `user` as root, `rlimits` everywhere."""
+    import shutil
+
+    root = os.geteuid() == 0
+    if level == "namespaces":
+        if not shutil.which("bwrap"):
+            return "bubblewrap is not installed (`make system-deps` installs it)"
+        if not root:
+            return "bubblewrap as non-root needs unprivileged user namespaces"
+    elif level == "user" and not root:
+        return "the `user` level drops from root to a sandbox user: the tests do not run as root"
+    return None
+
+
+def require_level(level: str) -> None:
+    """Skip, saying why, where `level` is impossible here; fail where it should work but does
+    not (a broken bubblewrap must not turn the strongest level's tests into skips)."""
+    import pytest
+
+    from autograder.sandbox import choose_level
+
+    impossible = level_expected_here(level)
+    try:
+        choose_level(level)
+    except Exception as e:   # noqa: BLE001 - SandboxError says what is missing
+        if impossible is None:
+            pytest.fail(f"the {level} sandbox level should be available here but is not: {e}")
+        pytest.skip(f"the {level} sandbox level is impossible here: {impossible}")
+
+
+def cli_in_process(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """`autograder ARGS` run by this test process (`cli.main`), for tests that are not about
+    the command's own process: the same code path as `run_cli` without an interpreter's
+    start-up and torch's import (seconds each). Its output is captured as run_cli captures
+    it: what this process prints, and what any process it starts writes to its stdout and
+    stderr (file descriptors 1 and 2 point at files meanwhile)."""
+    import contextlib
+    import io
+    import tempfile
+
+    from autograder.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with tempfile.TemporaryFile() as fd_out, tempfile.TemporaryFile() as fd_err:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        saved = os.dup(1), os.dup(2)
+        os.dup2(fd_out.fileno(), 1)
+        os.dup2(fd_err.fileno(), 2)
+        try:
+            with contextlib.chdir(cwd or ROOT), contextlib.redirect_stdout(out), \
+                    contextlib.redirect_stderr(err):
+                try:
+                    code = main(list(args))
+                except SystemExit as e:     # argparse's errors
+                    code = e.code if isinstance(e.code, int) else 1
+        finally:
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            os.close(saved[0])
+            os.close(saved[1])
+        fd_out.seek(0)
+        fd_err.seek(0)
+        more_out = fd_out.read().decode("utf-8", "replace")
+        more_err = fd_err.read().decode("utf-8", "replace")
+    return subprocess.CompletedProcess(["autograder", *args], code, out.getvalue() + more_out,
+                                       err.getvalue() + more_err)

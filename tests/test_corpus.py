@@ -23,8 +23,8 @@ def test_corpus_is_large_enough():
 
 
 @pytest.fixture(scope="module")
-def graded(grade):
-    return {f.name: grade(f) for f in WRONG + CORRECT}
+def graded(corpus_results):
+    return corpus_results        # graded once for the suite (conftest.py)
 
 
 @pytest.mark.parametrize("path", WRONG, ids=lambda p: p.stem)

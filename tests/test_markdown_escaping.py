@@ -1,23 +1,20 @@
 """feedback/*.md cannot be forged: a student's name, exception messages and quoted code show as
 written, and add no heading, total, link, HTML or code span to the file."""
-import shutil
 from pathlib import Path
 
 import pytest
 from markdown_it import MarkdownIt
 
-from helpers import SUBMISSIONS, run_cli
+from hostile_names import MARKDOWN_FORGER as FORGER
+from hostile_names import MARKDOWN_NAME as NAME
+from hostile_names import MARKDOWN_RAISE as RAISE
 
 from autograder.course.report import safe_name
 
-HONEST = SUBMISSIONS / "correct" / "reference_style.py"
-NAME = "# Eve **Total: 100%** <b onmouseover=alert(1)>x [y](javascript:alert(1))"  # no "/"
 NAME_IN_FILE = ("\\# Eve \\*\\*Total: 100%\\*\\* &lt;b onmouseover=alert(1)&gt;x "
                 "\\[y\\](javascript:alert(1))")
 NAME_IN_HTML = "# Eve **Total: 100%** &lt;b onmouseover=alert(1)&gt;x [y](javascript:alert(1))"
 TITLE = "Attention from scratch (PyTorch)"
-RAISE = ('raise ValueError("\\n# Total: 100/100\\n**Total: 100 / 100**<script>alert(1)</script>'
-         '[z](javascript:alert(1)) ` www.example.com")')
 # The message as the file holds it: every Markdown and HTML character escaped. Its first line
 # stays on the case's line; a further line goes on a line of its own inside that case's item,
 # marked as the error's continuation (`| `), never a line that stands alone.
@@ -30,19 +27,8 @@ QUOTED = ("\\`raise ValueError(\"\\\\n\\# Total: 100/100\\\\n\\*\\*Total: 100 / 
 
 
 @pytest.fixture(scope="module")
-def feedback(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("markdown")
-    cls = root / "class"
-    for name in (NAME, "honest", "forger"):
-        (cls / name).mkdir(parents=True)
-        shutil.copy(HONEST, cls / name / "attention.py")
-    (cls / "forger" / "attention.py").write_text(
-        HONEST.read_text() + f"\n\ndef softmax(x, dim=-1):\n    {RAISE}\n")
-    out = root / "out"
-    r = run_cli("grade", "-a", "attention", str(cls), "--out", str(out), "--jobs", "2",
-                timeout=900)
-    assert r.returncode == 0, r.stderr[-3000:]
-    return out / "feedback"
+def feedback(hostile_names) -> Path:
+    return hostile_names["out"] / "feedback"      # `grade --out --feedback`, run once
 
 
 def _rendered(text: str) -> list:
@@ -53,16 +39,16 @@ def _rendered(text: str) -> list:
 
 
 def test_messages_and_quoted_code_add_nothing(feedback: Path):
-    text = (feedback / "forger.md").read_text()
+    text = (feedback / f"{FORGER}.md").read_text()
     lines = text.splitlines()
     assert [x for x in lines if x.startswith("#")] == [
-        f"# {TITLE}: feedback for forger", "## softmax: 0 / 6 (error)",
+        f"# {TITLE}: feedback for {FORGER}", "## softmax: 0 / 6 (error)",
         "## attention: 0 / 6 (error)", "## mask: 2 / 6 (partial)",
         "## split_heads: 5 / 5 (passed)", "## multi_head: 0 / 6 (error)",
         "## block: 3 / 6 (partial)"]
     assert [x for x in lines if "Total" in x and not x.startswith(("- ❌", "  - \\| "))] == \
         ["**Total: 10 / 35**"]
-    line = (feedback.parent.parent / "class" / "forger" / "attention.py").read_text() \
+    line = (feedback.parent.parent / "class" / FORGER / "attention.py").read_text() \
         .splitlines().index(f"    {RAISE}") + 1
     i = lines.index("## softmax: 0 / 6 (error)")
     assert lines[i + 2:i + 5] == [

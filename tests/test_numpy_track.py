@@ -15,7 +15,7 @@ from nbclient import NotebookClient
 from otter.test_files.exception_test import ExceptionTestFile
 
 from helpers import (ROOT, SUBMISSIONS, assert_loses_and_keeps, id_list, load_json, read_header,
-                      run_cli, run_workflow_step, snapshot_differences)
+                      cli_in_process, run_cli, run_workflow_step, snapshot_differences)
 
 from autograder.assignment import load_assignment
 from autograder.build import build_student
@@ -409,8 +409,8 @@ def test_class_report(tmp_path):
         (cls / student).mkdir(parents=True)
         shutil.copy(f, cls / student / "attention_numpy.py")
     out = tmp_path / "out"
-    r = run_cli("grade", "-a", NAME, str(cls), "--out", str(out), "--json",
-                str(tmp_path / "g.json"))
+    r = cli_in_process("grade", "-a", NAME, str(cls), "--out", str(out), "--json",
+                       str(tmp_path / "g.json"))
     assert r.returncode == 0, r.stderr
     data = load_json(tmp_path / "g.json")
     scores = {Path(s["path"]).parent.name: s["score"] for s in data["submissions"]}

@@ -1,19 +1,16 @@
 """Terminal output cannot be forged: control characters in student names and in messages from
 the student's process are shown as escapes, so a name with a newline adds no row to the summary
 table, and an exception message cannot clear the screen or print a fake result line."""
-import shutil
 from pathlib import Path
 
 import pytest
 
-from helpers import SUBMISSIONS, run_cli
+from helpers import QUESTIONS, run_cli
+from hostile_names import TERMINAL_FORGER as FORGER
+from hostile_names import TERMINAL_RAISE as RAISE
+from hostile_names import TERMINAL_SHOWN as SHOWN
+from hostile_names import forger_source
 
-HONEST = SUBMISSIONS / "correct" / "reference_style.py"
-NAME = "eve\n\x1b[2Jmallory"
-SHOWN = "eve\\n\\x1b[2Jmallory"
-# A raw ESC and CSI in the source line itself (quoted back in the message), and escapes that
-# become LF and CR in the message: both must come out as visible escapes.
-RAISE = 'raise ValueError("\\n[PASS] softmax: 6/6 (passed)\x1b[2J\\rok\x9b2K")'
 # The message's leading line break is dropped (an error's first line is its first non-blank
 # one); `\r` and the escape sequences stay in the line, shown escaped.
 MESSAGE = ("softmax raised ValueError: [PASS] softmax: 6/6 (passed)\\x1b[2J\\rok\\x9b2K "
@@ -22,17 +19,12 @@ MESSAGE = ("softmax raised ValueError: [PASS] softmax: 6/6 (passed)\\x1b[2J\\rok
 
 
 def _forger_source() -> str:
-    return HONEST.read_text() + f"\n\ndef softmax(x, dim=-1):\n    {RAISE}\n"
+    return forger_source(RAISE)
 
 
 @pytest.fixture(scope="module")
-def hostile_class(tmp_path_factory):
-    cls = tmp_path_factory.mktemp("terminal") / "class"
-    for name in (NAME, "honest", "forger"):
-        (cls / name).mkdir(parents=True)
-        shutil.copy(HONEST, cls / name / "attention.py")
-    (cls / "forger" / "attention.py").write_text(_forger_source())
-    return cls
+def hostile_class(hostile_names) -> Path:
+    return hostile_names["class"]
 
 
 def _no_controls(text: str) -> None:
@@ -40,25 +32,25 @@ def _no_controls(text: str) -> None:
     assert not bad, bad
 
 
-def test_summary_and_feedback_escape_names_and_messages(hostile_class: Path):
-    r = run_cli("grade", "-a", "attention", str(hostile_class), "--feedback", "--jobs", "2",
-                timeout=900)
-    assert r.returncode == 0, r.stderr[-3000:]
-    _no_controls(r.stdout)
-    lines = r.stdout.splitlines()
-    assert lines[0] == ("submission           softmax  attention     mask  split_heads  "
-                        "multi_head    block    total")
+def test_summary_and_feedback_escape_names_and_messages(hostile_names):
+    hostile_class = hostile_names["class"]
+    stdout = hostile_names["stdout"]       # `grade --out --feedback --jobs 2`, run once
+    _no_controls(stdout)
+    lines = stdout.splitlines()
+    assert lines[0].split() == ["submission", *QUESTIONS, "total"]
     assert set(lines[1]) == {"-"}
     # Exactly one row per student: the newline in a name is not a row of its own.
-    assert lines[2:6] == [
-        f"{SHOWN}      6/6        6/6      6/6          5/5         6/6      6/6    35/35",
-        "forger               err 0/6    err 0/6      2/6          5/5     err 0/6      3/6"
-        "    10/35",
-        "honest                   6/6        6/6      6/6          5/5         6/6      6/6"
-        "    35/35",
-        ""]
+    rows = lines[2:lines.index("", 2)]
+    assert len(rows) == hostile_names["students"]
+    assert all(len(row) == len(lines[0]) for row in rows), rows    # columns stay aligned
+    by_name = {row.split()[0]: row.split()[1:] for row in rows}
+    assert by_name[SHOWN] == ["6/6", "6/6", "6/6", "5/5", "6/6", "6/6", "35/35"]
+    assert by_name[FORGER] == ["err", "0/6", "err", "0/6", "2/6", "5/5", "err", "0/6", "3/6",
+                               "10/35"]
+    assert by_name["honest"] == ["6/6", "6/6", "6/6", "5/5", "6/6", "6/6", "35/35"]
+    assert not any(row.startswith("mallory") for row in rows)
     line = _forger_source().splitlines().index(f"    {RAISE}") + 1
-    forger = lines.index(f"{hostile_class}/forger/attention.py: 10/35")
+    forger = lines.index(f"{hostile_class}/{FORGER}/attention.py: 10/35")
     assert lines[forger + 1:forger + 4] == [
         "  [ERR ] softmax: 0/6 (error)",
         "         case   'lesson: softmax([1, 2, 3])': " + MESSAGE.format(line=line),
@@ -68,7 +60,7 @@ def test_summary_and_feedback_escape_names_and_messages(hostile_class: Path):
 
 
 def test_check_escapes_the_students_own_messages(hostile_class: Path):
-    path = hostile_class / "forger" / "attention.py"
+    path = hostile_class / FORGER / "attention.py"
     r = run_cli("check", str(path), "-a", "attention")
     assert r.returncode == 1, r.stderr[-3000:]
     _no_controls(r.stdout)

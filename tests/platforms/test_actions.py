@@ -13,7 +13,7 @@ import sys
 import pytest
 import yaml
 
-from helpers import QUESTIONS, SUBMISSIONS, run_cli, run_workflow_step
+from helpers import QUESTIONS, SUBMISSIONS, cli_in_process, run_cli, run_workflow_step
 from autograder.platforms.actions import WORKFLOW_PATH, workflow_yaml
 from autograder.platforms.github_classroom import step_id
 
@@ -90,7 +90,8 @@ def test_outputs_sum_to_grade_and_summary_names_what_is_wrong(repo, tmp_path):
         total += sum(t["score"] for t in data["tests"])
         maximum += data["max_score"]
     out = tmp_path / "g.json"
-    run_cli("grade", "-a", "attention", str(sub), "--public-only", "--json", str(out))
+    assert cli_in_process("grade", "-a", "attention", str(sub), "--public-only", "--json",
+                          str(out)).returncode == 0
     graded = json.loads(out.read_text())["submissions"][0]
     assert total == graded["score"] == float(values["score"])
     assert maximum == graded["max_score"]

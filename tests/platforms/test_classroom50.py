@@ -69,11 +69,8 @@ def check_result(doc: dict) -> None:
 
 
 @pytest.fixture(scope="module")
-def bundle(tmp_path_factory):
-    out = tmp_path_factory.mktemp("out")
-    r = run_cli("build", "-a", NAME, "--out", str(out), "--no-otter")
-    assert r.returncode == 0, r.stdout + r.stderr
-    return out / f"{NAME}-classroom50"
+def bundle(built):
+    return built / f"{NAME}-classroom50"         # built once for the suite (conftest.py)
 
 
 def checkout(tmp_path: Path, submission: Path | None) -> Path:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import QUESTIONS, SUBMISSIONS, run_cli
+from helpers import QUESTIONS, SUBMISSIONS
 
 NAME = "attention"
 CORRECT = SUBMISSIONS / "correct" / "reference_style.py"
@@ -26,11 +26,8 @@ MAX_SCORE = 35.0
 
 
 @pytest.fixture(scope="module")
-def zip_path(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("out")
-    r = run_cli("build", "-a", NAME, "--out", str(out))
-    assert r.returncode == 0, r.stdout + r.stderr
-    return out / f"{NAME}-gradescope.zip"
+def zip_path(built) -> Path:
+    return built / f"{NAME}-gradescope.zip"      # built once for the suite (conftest.py)
 
 
 def _layout(tmp_path: Path, zip_path: Path, submission: Path = CORRECT) -> Path:

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from helpers import SUBMISSIONS, run_cli
+from helpers import SUBMISSIONS
 
 from autograder.platforms.gradescope_memory import MemoryCgroup, measure_run
 
@@ -19,11 +19,8 @@ MiB = 2**20
 
 
 @pytest.fixture(scope="module")
-def zip_path(tmp_path_factory):
-    out = tmp_path_factory.mktemp("out")
-    r = run_cli("build", "-a", "attention", "--out", str(out))
-    assert r.returncode == 0, r.stderr
-    return out / "attention-gradescope.zip"
+def zip_path(built):
+    return built / "attention-gradescope.zip"    # built once for the suite (conftest.py)
 
 
 def test_cgroup_is_made_and_removed():

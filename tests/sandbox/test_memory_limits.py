@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers import QUESTIONS, SUBMISSIONS, flag_only_assignment, run_cli
+from helpers import (LEVELS, QUESTIONS, RUN_TOKEN, SUBMISSIONS, flag_only_assignment,
+                     require_level, run_cli, run_ipc_key)
 
 HONEST = (SUBMISSIONS / "hostile" / "honest.py").read_text()
 
@@ -49,14 +50,15 @@ def _segment(key, size):
 
 ATTACKS = {
     # ~1 GiB of System V shared memory in 64 MiB segments, detached: none of it is in the
-    # worker's address space once detached.
+    # worker's address space once detached. (Keys of this run's own, not IPC_PRIVATE, so that
+    # what is left can be told from other runs' segments on this machine.)
     "sysv_shm_1gib.py": SYSV_PRELUDE + '''
 _HELD = []
 
 
 def softmax(x, dim=-1):
     while len(_HELD) < 16:
-        _HELD.append(_segment(0, 64 << 20))
+        _HELD.append(_segment(@KEY@ + 1 + len(_HELD), 64 << 20))
     return _softmax(x, dim)
 ''',
     # ~1 GiB of POSIX shared memory (files in /dev/shm, 8 MiB each: under the file size
@@ -69,7 +71,8 @@ _HELD = []
 
 def softmax(x, dim=-1):
     while len(_HELD) < 128:
-        shm = shared_memory.SharedMemory(create=True, size=8 << 20)
+        shm = shared_memory.SharedMemory(name=f"psm_@TOKEN@_{len(_HELD)}", create=True,
+                                         size=8 << 20)
         shm.buf[:] = b"\\1" * (8 << 20)
         shm.close()
         _HELD.append(shm.name)
@@ -97,7 +100,7 @@ import os
 def softmax(x, dim=-1):
     block = b"\\1" * (8 << 20)
     for i in range(128):
-        name = f"/tmp/hostile_blob{i}"
+        name = f"/tmp/hostile_@TOKEN@_blob{i}"
         if not os.path.exists(name):
             with open(name, "wb") as f:
                 f.write(block)
@@ -128,11 +131,11 @@ import os
 
 def softmax(x, dim=-1):
     try:
-        _segment(0x4711, 1 << 20)
-        with open("/dev/shm/hostile_leftover", "wb") as f:
+        _segment(@KEY@, 1 << 20)
+        with open("/dev/shm/hostile_leftover_@TOKEN@", "wb") as f:
             f.write(b"left")
         for d in ("/tmp", "/var/tmp"):
-            with open(f"{d}/hostile_leftover", "w") as f:
+            with open(f"{d}/hostile_leftover_@TOKEN@", "w") as f:
                 f.write("left")
     except OSError:
         pass
@@ -145,9 +148,10 @@ import os
 
 
 def _found():
-    if _libc.shmget(0x4711, 0, 0) >= 0:
+    if _libc.shmget(@KEY@, 0, 0) >= 0:
         return True
-    return any(os.path.exists(f"{d}/hostile_leftover") for d in ("/tmp", "/var/tmp", "/dev/shm"))
+    return any(os.path.exists(f"{d}/hostile_leftover_@TOKEN@")
+               for d in ("/tmp", "/var/tmp", "/dev/shm"))
 
 
 def softmax(x, dim=-1):
@@ -157,9 +161,15 @@ def softmax(x, dim=-1):
 '''
 
 
+# The attacks' names and System V keys are this run's own: other checkouts may run the same
+# attacks on this machine at the same time, and only what this run leaves is looked for.
+KEY = run_ipc_key(0x20)          # the leaver's segment; the 1 GiB attack uses the next 16
+
+
 def _build(folder, files: dict[str, str]) -> None:
     folder.mkdir()
     for name, attack in files.items():
+        attack = attack.replace("@KEY@", str(KEY)).replace("@TOKEN@", RUN_TOKEN)
         (folder / name).write_text(HONEST + "\n# --- the attack ---\n" + attack)
 
 
@@ -171,33 +181,37 @@ def _grade(folder, level: str, out) -> dict:
     return {os.path.basename(s["path"]): s for s in json.loads(out.read_text())["submissions"]}
 
 
-def _sysv_keys() -> set[str]:
+def _own_segments() -> set[int]:
+    """This run's System V segments (keys KEY to KEY + 16) that exist on this machine."""
     with open("/proc/sysvipc/shm") as f:
         next(f)
-        return {line.split()[0] for line in f}
+        keys = {int(line.split()[0]) for line in f}
+    return keys & set(range(KEY, KEY + 17))
 
 
-def _levels() -> list[str]:
-    from autograder.sandbox import choose_level
-
-    out = []
-    for level in ("namespaces", "user", "rlimits"):
-        try:
-            choose_level(level)
-        except Exception:   # noqa: BLE001 - not available here (the user level: see its test)
-            continue
-        out.append(level)
-    return out
+def _own_files() -> list[str]:
+    """Files this run's attacks make in the machine's shared folders."""
+    return [f"{d}/{n}" for d in ("/tmp", "/var/tmp", "/dev/shm") for n in os.listdir(d)
+            if RUN_TOKEN in n]
 
 
-@pytest.mark.parametrize("level", _levels())
-def test_memory_outside_the_address_space_gets_the_memory_status(tmp_path, level):
+def _level(level: str) -> str:
+    """Skip (saying why) where the level is impossible here, fail where it should work;
+    `rlimits` without root has no namespaces: what it leaves in shared places is bounded by
+    nothing but the machine (stated in the README)."""
+    require_level(level)
     if level == "rlimits" and os.geteuid() != 0:
         pytest.skip("rlimits without root has no namespaces: shared memory and files there are "
                     "bounded by nothing but the machine (stated in the README)")
+    return level
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("level", LEVELS)
+def test_memory_outside_the_address_space_gets_the_memory_status(tmp_path, level):
+    _level(level)
     folder = tmp_path / "class"
     _build(folder, {**ATTACKS, "zz_honest.py": "\n"})
-    before = _sysv_keys()
     data = _grade(folder, level, tmp_path / "r.json")
     assert sorted(data) == sorted([*ATTACKS, "zz_honest.py"])
     for name in ATTACKS:
@@ -209,25 +223,22 @@ def test_memory_outside_the_address_space_gets_the_memory_status(tmp_path, level
             assert qs[qid]["score"] == qs[qid]["max_score"], (name, qid, qs[qid]["feedback"])
     assert data["zz_honest.py"]["score"] == data["zz_honest.py"]["max_score"] == 35
     # Nothing of it is left on this machine.
-    assert _sysv_keys() <= before
-    assert not any(n.startswith(("psm_", "hostile_")) for n in os.listdir("/dev/shm"))
-    assert not any(n.startswith("hostile_") for n in os.listdir("/tmp"))
+    assert _own_segments() == set()
+    assert _own_files() == []
 
 
-@pytest.mark.parametrize("level", _levels())
+@pytest.mark.slow
+@pytest.mark.parametrize("level", LEVELS)
 def test_what_one_worker_leaves_is_gone_for_the_next(tmp_path, level):
-    if level == "rlimits" and os.geteuid() != 0:
-        pytest.skip("rlimits without root: the worker is the grader's own user, and what it "
-                    "leaves in shared places cannot be told from the grader's (README)")
+    _level(level)
     folder = tmp_path / "class"
     _build(folder, {"a_leaver.py": LEAVER, "b_seeker.py": SEEKER})
     data = _grade(folder, level, tmp_path / "r.json")
     for name in ("a_leaver.py", "b_seeker.py"):
         assert data[name]["score"] == data[name]["max_score"] == 35, \
             (name, {q: v["feedback"] for q, v in data[name]["questions"].items()})
-    assert str(0x4711) not in _sysv_keys()
-    for d in ("/tmp", "/var/tmp", "/dev/shm"):
-        assert not os.path.exists(f"{d}/hostile_leftover")
+    assert _own_segments() == set()
+    assert _own_files() == []
 
 
 def test_the_sandbox_says_what_bounds_memory():
@@ -248,7 +259,7 @@ def test_a_full_tmpfs_is_a_memory_error_not_a_crash():
     assert not is_memory_error(OSError(2, "No such file or directory"))
 
 
-@pytest.mark.parametrize("level", [lv for lv in _levels() if lv != "rlimits"])
+@pytest.mark.parametrize("level", [lv for lv in LEVELS if lv != "rlimits"])
 def test_without_worker_namespaces_what_a_worker_leaves_is_removed(level):
     """Where workers cannot have mount and IPC namespaces of their own (bubblewrap without
     root), the fork server removes the IPC objects and temporary files of the worker's user
@@ -257,6 +268,7 @@ def test_without_worker_namespaces_what_a_worker_leaves_is_removed(level):
     from autograder.grade import grade_submission
     from autograder.sandbox import Sandbox
 
+    require_level(level)
     if os.geteuid() != 0:
         pytest.skip("without root the worker user is the grader's own: tried by the levels")
     folder = Path(tempfile.mkdtemp())
@@ -274,4 +286,5 @@ def test_without_worker_namespaces_what_a_worker_leaves_is_removed(level):
     finally:
         sandbox.close()
         shutil.rmtree(folder, ignore_errors=True)
-    assert str(0x4711) not in _sysv_keys()
+    assert _own_segments() == set()
+    assert _own_files() == []

@@ -15,11 +15,12 @@ import os
 import shutil
 import subprocess
 import sys
-import time
+import tempfile
 
 import pytest
 
-from helpers import QUESTIONS, ROOT, SUBMISSIONS, flag_only_assignment, run_cli
+from helpers import (QUESTIONS, ROOT, RUN_TOKEN, SUBMISSIONS, flag_only_assignment,
+                     own_processes, require_level, run_cli, run_ipc_key, settled)
 
 HONEST = (SUBMISSIONS / "hostile" / "honest.py").read_text()
 ASSIGNMENT = ROOT / "assignments" / "attention"
@@ -75,19 +76,19 @@ _libc = ctypes.CDLL(None, use_errno=True)
 def _leave():
     for d in ("/tmp", "/var/tmp", "/dev/shm", os.getcwd()):
         try:
-            with open(f"{d}/hostile_leftover", "w") as f:
+            with open(f"{d}/hostile_leftover_@TOKEN@", "w") as f:
                 f.write("left")
         except OSError:
             pass
-    _libc.shmget(0x4712, 1 << 20, 0o666 | 0o1000)      # IPC_CREAT, never removed
-    _libc.semget(0x4712, 1, 0o666 | 0o1000)
-    _libc.msgget(0x4712, 0o666 | 0o1000)
+    _libc.shmget(@KEY@, 1 << 20, 0o666 | 0o1000)      # IPC_CREAT, never removed
+    _libc.semget(@KEY@, 1, 0o666 | 0o1000)
+    _libc.msgget(@KEY@, 0o666 | 0o1000)
     try:
-        shm = shared_memory.SharedMemory(name="hostile_posix", create=True, size=4096)
+        shm = shared_memory.SharedMemory(name="hostile_posix_@TOKEN@", create=True, size=4096)
         shm.close()
     except OSError:
         pass
-    subprocess.Popen(["sleep", "1047"], start_new_session=True, stdin=subprocess.DEVNULL,
+    subprocess.Popen(["sleep", "@SLEEP@"], start_new_session=True, stdin=subprocess.DEVNULL,
                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
@@ -105,18 +106,18 @@ _libc = ctypes.CDLL(None, use_errno=True)
 
 
 def _found():
-    found = [f"{d}/hostile_leftover" for d in ("/tmp", "/var/tmp", "/dev/shm")
-             if os.path.exists(f"{d}/hostile_leftover")]
-    found += [f for f in ("/dev/shm/hostile_posix",) if os.path.exists(f)]
-    for kind, get in (("shm", lambda: _libc.shmget(0x4712, 0, 0)),
-                      ("sem", lambda: _libc.semget(0x4712, 0, 0)),
-                      ("msg", lambda: _libc.msgget(0x4712, 0))):
+    found = [f"{d}/hostile_leftover_@TOKEN@" for d in ("/tmp", "/var/tmp", "/dev/shm")
+             if os.path.exists(f"{d}/hostile_leftover_@TOKEN@")]
+    found += [f for f in ("/dev/shm/hostile_posix_@TOKEN@",) if os.path.exists(f)]
+    for kind, get in (("shm", lambda: _libc.shmget(@KEY@, 0, 0)),
+                      ("sem", lambda: _libc.semget(@KEY@, 0, 0)),
+                      ("msg", lambda: _libc.msgget(@KEY@, 0))):
         if get() >= 0:
-            found.append(f"System V {kind} 0x4712")
+            found.append(f"System V {kind} @KEY@")
     for pid in os.listdir("/proc"):
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as f:
-                if b"sleep\\x001047" in f.read():
+                if b"sleep\\x00@SLEEP@" in f.read():
                     found.append(f"process {pid}")
         except OSError:
             pass
@@ -131,57 +132,74 @@ def softmax(x, dim=-1):
 '''
 
 
+# This run's own names: other checkouts may run the same attacks on this machine right now.
+KEY = run_ipc_key(0x12)
+SLEEP = f"1047.{KEY}"      # a sleep's seconds, unique to this run (the leaver's process)
+
+
+def _attack(source: str) -> str:
+    return source.replace("@TOKEN@", RUN_TOKEN).replace("@KEY@", str(KEY)) \
+        .replace("@SLEEP@", SLEEP)
+
+
 def _build(folder) -> None:
     folder.mkdir()
     attacks = {"a_reader.py": READER.format(secrets=[str(p) for p in SECRETS], root=str(ROOT),
                                             secret_text=SECRET_TEXT),
-               "b_leaver.py": LEAVER, "c_seeker.py": SEEKER}
+               "b_leaver.py": _attack(LEAVER), "c_seeker.py": _attack(SEEKER)}
     for name, attack in attacks.items():
         (folder / name).write_text(HONEST + "\n# --- the attack ---\n" + attack)
     for f in sorted((SUBMISSIONS / "correct").glob("*.py"))[:2]:
         shutil.copy(f, folder / f"zz_honest_{f.name}")
 
 
-def _in_container(*args: str, timeout: int = 900) -> subprocess.CompletedProcess:
+@pytest.fixture
+def grader_tmp():
+    """The grader's TMPDIR for one test: its staging folders land where only this run looks.
+    Traversable by all, like /tmp (a worker user's file system is made from it)."""
+    folder = tempfile.mkdtemp(prefix=f"autograder-test-{RUN_TOKEN}-")
+    os.chmod(folder, 0o755)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def _in_container(*args: str, timeout: int = 900,
+                  env: dict | None = None) -> subprocess.CompletedProcess:
     """`autograder ARGS` in a private mount namespace where bubblewrap cannot start."""
     bwrap = shutil.which("bwrap")
     hide = f"mount --bind /bin/false {bwrap} && " if bwrap else ""
     script = f'{hide}exec "$@"'
     return subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script,
                            "sh", sys.executable, "-m", "autograder", *args],
-                          cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+                          cwd=ROOT, capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **(env or {})})
 
 
-def _snapshot() -> dict:
-    """System V objects (kind, key, id) and leftover-looking files of this machine."""
+def _snapshot(grader_tmp: str) -> dict:
+    """This run's System V objects (kind, key, id: its own key) and leftover files (named
+    with its token, and the grader's staging folders in its own TMPDIR)."""
     ipc = set()
     for kind in ("shm", "sem", "msg"):
         with open(f"/proc/sysvipc/{kind}") as f:
-            ipc |= {(kind, *line.split()[:2]) for line in list(f)[1:]}
-    return {"ipc": ipc,
-            "files": {f"{d}/{n}" for d in ("/tmp", "/var/tmp", "/dev/shm")
-                      for n in os.listdir(d) if n.startswith(("hostile_", "autograder-root-"))}}
+            ipc |= {(kind, *line.split()[:2]) for line in list(f)[1:]
+                    if line.split()[0] == str(KEY)}
+    files = {f"{d}/{n}" for d in ("/tmp", "/var/tmp", "/dev/shm")
+             for n in os.listdir(d) if n.startswith("hostile_") and RUN_TOKEN in n}
+    files |= {f"{grader_tmp}/{n}" for n in os.listdir(grader_tmp)
+              if n.startswith("autograder-root-")}
+    return {"ipc": ipc, "files": files}
 
 
 def _sandbox_processes() -> list[str]:
-    """The leaver's process, and any process of a sandbox user started from this checkout
-    (other checkouts may be grading on this machine at the same time)."""
-    out = subprocess.run(["ps", "-eo", "uid=,pid=,args="], capture_output=True, text=True).stdout
-    left = []
-    for line in out.splitlines():
-        uid, _, rest = line.strip().partition(" ")
-        if "sleep 1047" in rest or (uid.isdigit() and 61000 <= int(uid) < 61100
-                                    and str(ROOT) in rest):
-            left.append(line.strip())
-    return left
+    """The leaver's process, and any process of a sandbox user, among this run's own (other
+    checkouts may be grading on this machine at the same time)."""
+    return [f"{p['uid']} {p['pid']} {p['args']}" for p in own_processes()
+            if f"sleep {SLEEP}" in p["args"] or 61000 <= p["uid"] < 61100]
 
 
-def _nothing_left(before: dict) -> None:
-    deadline = time.monotonic() + 5
-    while _sandbox_processes() and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert _sandbox_processes() == []
-    after = _snapshot()
+def _nothing_left(before: dict, grader_tmp: str) -> None:
+    assert settled(_sandbox_processes, polls=50) == []
+    after = _snapshot(grader_tmp)
     assert after["ipc"] <= before["ipc"], after["ipc"] - before["ipc"]
     assert after["files"] <= before["files"], after["files"] - before["files"]
 
@@ -195,40 +213,43 @@ def _check(data: dict) -> None:
         assert list(sub["questions"]) == QUESTIONS
 
 
-def test_user_level_in_a_container_without_bubblewrap(tmp_path):
+@pytest.mark.slow
+def test_user_level_in_a_container_without_bubblewrap(tmp_path, grader_tmp):
+    require_level("user")
     r = _in_container("sandbox")
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("level: user"), r.stdout   # auto falls back to `user`
     assert "file system: made by the fork server" in r.stdout
     folder = tmp_path / "class"
     _build(folder)
-    before = _snapshot()
+    before = _snapshot(grader_tmp)
     out = tmp_path / "r.json"
-    r = _in_container("grade", "-a", str(flag_only_assignment(tmp_path)), str(folder), "--json", str(out),
-                      "--sandbox", "user", "--jobs", "1", "--limit", "question_seconds=20")
+    r = _in_container("grade", "-a", str(flag_only_assignment(tmp_path)), str(folder),
+                      "--json", str(out), "--sandbox", "user", "--jobs", "1",
+                      "--limit", "question_seconds=20", env={"TMPDIR": grader_tmp})
     assert r.returncode == 0, r.stderr[-3000:]
     assert "sandbox: user" in r.stdout
     _check({os.path.basename(s["path"]): s for s in json.loads(out.read_text())["submissions"]})
-    _nothing_left(before)
+    _nothing_left(before, grader_tmp)
 
 
-def test_namespaces_level_hides_the_same_and_leaves_nothing(tmp_path):
-    from autograder.sandbox import choose_level
-
-    if choose_level("auto") != "namespaces":
-        pytest.skip("bubblewrap is not usable on this machine: the test above covers `user`")
+@pytest.mark.slow
+def test_namespaces_level_hides_the_same_and_leaves_nothing(tmp_path, grader_tmp):
+    require_level("namespaces")
     folder = tmp_path / "class"
     _build(folder)
-    before = _snapshot()
+    before = _snapshot(grader_tmp)
     out = tmp_path / "r.json"
-    r = run_cli("grade", "-a", str(flag_only_assignment(tmp_path)), str(folder), "--json", str(out), "--sandbox",
-                "namespaces", "--jobs", "1", "--limit", "question_seconds=20")
+    r = run_cli("grade", "-a", str(flag_only_assignment(tmp_path)), str(folder), "--json",
+                str(out), "--sandbox", "namespaces", "--jobs", "1",
+                "--limit", "question_seconds=20", env={"TMPDIR": grader_tmp})
     assert r.returncode == 0, r.stderr[-3000:]
     _check({os.path.basename(s["path"]): s for s in json.loads(out.read_text())["submissions"]})
-    _nothing_left(before)
+    _nothing_left(before, grader_tmp)
 
 
-def test_rlimits_level_as_root_still_leaves_nothing(tmp_path):
+@pytest.mark.slow
+def test_rlimits_level_as_root_still_leaves_nothing(tmp_path, grader_tmp):
     """At `rlimits` the worker is the grader's own user (here root): it can read the project,
     so the reader is left out; what this level does guarantee as root is that nothing it
     creates survives (its own PID, mount and IPC namespaces)."""
@@ -238,15 +259,16 @@ def test_rlimits_level_as_root_still_leaves_nothing(tmp_path):
     folder = tmp_path / "class"
     _build(folder)
     (folder / "a_reader.py").unlink()
-    before = _snapshot()
+    before = _snapshot(grader_tmp)
     out = tmp_path / "r.json"
-    r = run_cli("grade", "-a", str(flag_only_assignment(tmp_path)), str(folder), "--json", str(out), "--sandbox",
-                "rlimits", "--jobs", "1", "--limit", "question_seconds=20")
+    r = run_cli("grade", "-a", str(flag_only_assignment(tmp_path)), str(folder), "--json",
+                str(out), "--sandbox", "rlimits", "--jobs", "1",
+                "--limit", "question_seconds=20", env={"TMPDIR": grader_tmp})
     assert r.returncode == 0, r.stderr[-3000:]
     data = {os.path.basename(s["path"]): s for s in json.loads(out.read_text())["submissions"]}
     for name, sub in data.items():
         assert sub["score"] == sub["max_score"] == 35, (name, sub["questions"]["softmax"])
-    _nothing_left(before)
+    _nothing_left(before, grader_tmp)
 
 
 def test_gradescope_setup_leaves_only_the_interpreter_and_sandbox_readable(tmp_path):
