@@ -268,3 +268,14 @@ def cli_in_process(*args: str, cwd: Path | None = None) -> subprocess.CompletedP
         more_err = fd_err.read().decode("utf-8", "replace")
     return subprocess.CompletedProcess(["autograder", *args], code, out.getvalue() + more_out,
                                        err.getvalue() + more_err)
+
+
+# A git that reads no configuration of this machine, with the dates a test sets.
+def git(repo: Path, *args: str, date: str | None = None) -> str:
+    env = {"PATH": os.environ["PATH"], "HOME": str(repo), "GIT_CONFIG_NOSYSTEM": "1",
+           "GIT_CONFIG_GLOBAL": "/dev/null"}
+    if date:
+        env["GIT_COMMITTER_DATE"] = env["GIT_AUTHOR_DATE"] = date
+    return subprocess.run(["git", "-c", "user.name=T", "-c", "user.email=t@example.com",
+                           "-c", "init.defaultBranch=main", *args], cwd=repo, env=env,
+                          check=True, capture_output=True, text=True).stdout

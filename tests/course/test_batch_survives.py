@@ -77,25 +77,24 @@ def test_every_submission_has_its_row_everywhere(batch):
 
 @pytest.mark.parametrize("name", FORGED)
 def test_a_forged_reply_ends_only_its_submission_flagged_for_review(batch, name):
+    """The forgers patch the worker's channel through sys.modules. The engine's modules are no
+    longer there when student code runs, so the forgery never reaches the channel (malformed
+    replies themselves: tests/sandbox/test_hostile_replies.py); the store into the engine that
+    the source scan proves costs every question, and the batch goes on."""
     out = batch["out"]
     sub = rows_by_file(json.loads((out / "grades.json").read_text()))[name]
     assert sub["score"] == 0 and sub["max_score"] == 35
-    assert sub["error"].startswith(f"{MALFORMED} ({DETAIL[name]})")
-    assert "flagged for review" in sub["error"]
-    assert any(n.startswith("flagged for review: " + MALFORMED) for n in sub["notes"])
     assert list(sub["questions"]) == QUESTIONS
-    # The forgers patch the worker through sys.modules, so the source scan flags them too:
-    # every case carries the integrity status, the row keeps the malformed reply's reason.
-    assert sub["integrity"]
+    assert sub["integrity"] and sub["integrity_review"]["evidence"] == "hard"
+    assert sub["notes"][0].startswith("integrity: this submission modifies the grader")
     for q in sub["questions"].values():
         assert q["status"] == "integrity" and q["score"] == 0
         assert {c["status"] for c in q["cases"]} == {"integrity"}
     with open(out / "grades.csv", newline="") as f:
         row = next(r for r in csv.DictReader(f) if Path(r["file"]).name == name)
-    assert row["status"] == "integrity" and MALFORMED in row["error"] and row["total"] == "0"
+    assert row["status"] == "integrity" and row["total"] == "0"
     feedback = (out / "feedback" / f"{Path(name).stem}.md").read_text()
-    assert MALFORMED in feedback and "flagged for review" in feedback
-    assert MALFORMED in (out / "report.html").read_text()
+    assert "flagged for review" in feedback
 
 
 def test_honest_submissions_in_the_same_batch_keep_full_marks(batch):
@@ -158,7 +157,9 @@ def test_a_fault_of_the_grader_becomes_that_submissions_row(assignment, small_cl
     assert broken.error.startswith("the grader failed on this submission (RuntimeError: a bug "
                                    "in the trusted code)")
     assert "the instructor should look" in broken.error
-    assert rows["d_forged.py"].error.startswith(f"{MALFORMED} (bad float)")
+    # The forger's store into the engine is proven by the scan (it no longer reaches the
+    # worker's channel, which is out of sys.modules): no points, flagged.
+    assert rows["d_forged.py"].score == 0 and rows["d_forged.py"].integrity
     assert "internal error while grading" in capsys.readouterr().err
     with open(out / "grades.csv", newline="") as f:
         csv_rows = {Path(r["file"]).name: r for r in csv.DictReader(f)}

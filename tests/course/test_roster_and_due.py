@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import ROOT, SUBMISSIONS, cli_in_process
+from helpers import ROOT, SUBMISSIONS, cli_in_process, git
 
 from autograder.course import git_history
 from autograder.course.classlist import Student, discover
@@ -22,16 +22,6 @@ CORRECT = SUBMISSIONS / "correct" / "einsum_style.py"
 WRONG = SUBMISSIONS / "wrong" / "softmax_no_max_subtraction.py"
 TEMPLATE = ROOT / "student_template" / "attention.py"
 DUE = "2026-12-01T23:59:00+01:00"
-
-
-def git(repo: Path, *args: str, date: str | None = None) -> str:
-    env = {"PATH": os.environ["PATH"], "HOME": str(repo), "GIT_CONFIG_NOSYSTEM": "1",
-           "GIT_CONFIG_GLOBAL": "/dev/null"}
-    if date:
-        env["GIT_COMMITTER_DATE"] = env["GIT_AUTHOR_DATE"] = date
-    return subprocess.run(["git", "-c", "user.name=T", "-c", "user.email=t@example.com",
-                           "-c", "init.defaultBranch=main", *args], cwd=repo, env=env,
-                          check=True, capture_output=True, text=True).stdout
 
 
 def commit(repo: Path, source: Path, date: str, message: str = "work") -> str:

@@ -10,12 +10,11 @@ import csv
 import json
 import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from helpers import ROOT, SUBMISSIONS, run_cli
+from helpers import ROOT, SUBMISSIONS, git, run_cli
 
 from autograder.course import git_history
 from autograder.course.classlist import Student
@@ -27,16 +26,6 @@ WRONG = SUBMISSIONS / "wrong" / "softmax_no_max_subtraction.py"
 TEMPLATE = ROOT / "student_template" / "attention.py"
 DUE = "2026-12-01T23:59:00+01:00"
 YEAR_3170843 = "@100000000000000 +0000"
-
-
-def git(repo: Path, *args: str, date: str | None = None) -> str:
-    env = {"PATH": os.environ["PATH"], "HOME": str(repo), "GIT_CONFIG_NOSYSTEM": "1",
-           "GIT_CONFIG_GLOBAL": "/dev/null"}
-    if date:
-        env["GIT_COMMITTER_DATE"] = env["GIT_AUTHOR_DATE"] = date
-    return subprocess.run(["git", "-c", "user.name=T", "-c", "user.email=t@example.com",
-                           "-c", "init.defaultBranch=main", *args], cwd=repo, env=env,
-                          check=True, capture_output=True, text=True).stdout
 
 
 def make_repo(root: Path, name: str, commits: list[tuple[Path, str]]) -> Path:
