@@ -20,6 +20,10 @@ class Limits:
     output_kb: int = 256                # what the student's prints may fill; the rest is dropped
     file_mb: int = 16                   # largest file the student's code may write
     open_files: int = 256
+    # 1: the worker's audit hook refuses escapes (frames, gc scans, ctypes, ...) and the engine
+    # leaves sys.modules before student code runs. 0 only measures what the sandbox level alone
+    # holds against native code (its own tests); never for grades that count.
+    audit_hook: int = 1
 
     @classmethod
     def from_config(cls, config: dict) -> "Limits":

@@ -104,7 +104,8 @@ class WorkerSession:
         deadline = min(time.monotonic() + self.limits.import_seconds,
                        self.started + self.limits.submission_seconds)
         request = {"op": "load", "filename": self.filename, "module": self.module,
-                   "api": self.api, "answers": self.answers, "forbidden": self.tripwires}
+                   "api": self.api, "answers": self.answers, "forbidden": self.tripwires,
+                   "audit": bool(self.limits.audit_hook)}
         if self.cells is not None:
             request["cells"] = [[n, src] for n, src in self.cells]
         else:

@@ -212,7 +212,8 @@ def serve(sock: socket.socket, output_cap: int) -> None:
                     arm, _, problems = guard.make_guard(
                         _exit, offset=FORBIDDEN_EXIT, limit=MAX_FORBIDDEN,
                         names=[str(n) for n in header.get("forbidden", [])])
-                    protect()
+                    if header.get("audit") is not False:
+                        protect()
                     protected = True
                 cell_errors = None
                 if isinstance(header.get("cells"), list):

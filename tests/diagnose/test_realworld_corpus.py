@@ -14,13 +14,16 @@ from autograder import diagnose
 from autograder.assignment import load_assignment
 from autograder.diagnose import Catalogue
 from autograder.diagnose.patterns import line_assumption
-from autograder.diagnose.realworld import TARGET, evaluate_realworld, expected_causes
+from autograder.diagnose.realworld import evaluate_realworld, expected_causes
 from autograder.grade import grade_submission
 from autograder.render import render_question
 
 REALWORLD = sorted((SUBMISSIONS / "realworld").glob("*.py"))
 QUESTIONS = {"attention": ["softmax", "attention", "mask", "split_heads", "multi_head", "block"]}
 QUESTIONS["attention_numpy"] = QUESTIONS["attention"] + ["concepts"]
+# The README's promise, written here rather than imported from the code under test: at least
+# 80% of the lost questions of each track name a cause of the right kind.
+PROMISED_SHARE = 0.8
 
 
 def _track(path: Path) -> str:
@@ -93,7 +96,7 @@ def test_both_tracks_meet_the_targets(graded):
     assert set(figures) == {"attention", "attention_numpy"}
     for f in figures.values():
         assert f.lost >= 5 and f.correct_files >= 2, f.report()
-        assert f.share >= TARGET, f.report(verbose=True)
+        assert f.share >= PROMISED_SHARE, f.report(verbose=True)
         assert not f.wrong, f.report()
         assert f.meets()
 

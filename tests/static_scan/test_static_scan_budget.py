@@ -253,10 +253,9 @@ def test_an_engine_patch_padded_past_the_node_budget_is_never_a_plain_pass(grade
     the feedback file, grades.csv, grades.json and the report's review list."""
     result = grade(PADDED_PATCH)
     softmax = result.questions["softmax"].status
-    # The run-time check decides softmax: a forbidden call where it sees the library op,
-    # a pass only while the patch can switch the worker's torch-function mode off.
-    assert softmax in ("forbidden call", "passed")
-    assert result.score == (29 if softmax == "forbidden call" else 35)
+    # The run-time check decides softmax: the patch cannot switch the dispatcher's refusal off.
+    assert softmax == "forbidden call"
+    assert result.score == result.max_score - result.questions["softmax"].max_score
     assert all(q.status == "passed" for qid, q in result.questions.items() if qid != "softmax")
     assert result.notes[0].startswith(CUT_SHORT_MESSAGE)
     assert "100,000 syntax nodes" in result.notes[0]
@@ -272,7 +271,8 @@ def test_an_engine_patch_padded_past_the_node_budget_is_never_a_plain_pass(grade
     files = write_reports(tmp_path, assignment, [result])
     assert CUT_SHORT_MESSAGE in (tmp_path / "feedback" / "pat.md").read_text()
     [csv_row] = csv.DictReader(files["csv"].open())
-    assert csv_row["status"] == "review" and csv_row["total"] == f"{result.score:g}"
+    # The row's status shows the hard evidence first; the flag is in the review list below.
+    assert csv_row["status"] == "forbidden call" and csv_row["total"] == f"{result.score:g}"
     data = json.loads(files["json"].read_text())
     assert data["submissions"][0]["integrity_review"]["scan_cut_short"]
     html = files["html"].read_text()
