@@ -33,12 +33,16 @@ demo: install
 	$(VENV)/bin/autograder grade -a attention assignments/attention/examples --feedback \
 	  --out demo-results
 
+# On every core: a module's tests stay on one worker, and what is made once is shared
+# (docs/testing.md).
+PYTEST_PARALLEL := -n auto --dist loadfile
+
 test: install
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q $(PYTEST_PARALLEL)
 
 # Everything but the end-to-end runs marked slow (docs/testing.md): minutes, not a quarter hour.
 test-fast: install
-	$(PY) -m pytest -q -m "not slow"
+	$(PY) -m pytest -q $(PYTEST_PARALLEL) -m "not slow"
 
 snapshot: install
 	$(VENV)/bin/autograder snapshot -a attention

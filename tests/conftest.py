@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import ctypes
+import json
 import sys
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -60,34 +62,76 @@ def check(assignment):
 # Each of these used to be repeated by several test files; a session fixture does it once for
 # all of them. Tests must not change what these return (copy first).
 
+def _made_once(tmp_path_factory, worker_id: str, name: str,
+               make: Callable[[Path], dict]) -> dict:
+    """`make(folder)` run once for the whole run, however many pytest-xdist workers need it:
+    the first worker makes it under a file lock in the run's shared temporary folder, the
+    others wait and read what it wrote (a JSON-able dict)."""
+    if worker_id == "master":                       # not under xdist
+        return make(tmp_path_factory.mktemp(name))
+    from filelock import FileLock
+
+    shared = tmp_path_factory.getbasetemp().parent / f"made-once-{name}"
+    with FileLock(f"{shared}.lock"):
+        record = shared / "made.json"
+        if record.exists():
+            return json.loads(record.read_text())
+        shared.mkdir()
+        value = make(shared)
+        record.write_text(json.dumps(value))
+        return value
+
+
 @pytest.fixture(scope="session")
-def corpus_results(grade):
-    """Every file of the wrong and correct corpus, graded once in the sandbox: {name: result}."""
+def corpus_results(tmp_path_factory, worker_id, grade):
+    """Every file of the wrong and correct corpus, graded once in the sandbox: {name: result}.
+    The results go through their JSON form, as the class cache keeps them, so every worker
+    (and a run without xdist) reads the same thing."""
     from helpers import SUBMISSIONS
+    from autograder.results import submission_from_json
 
-    files = sorted((SUBMISSIONS / "wrong").glob("*.py")) + \
-        sorted((SUBMISSIONS / "correct").glob("*.py"))
-    results = {f.name: grade(f) for f in files}
-    assert len(results) == len(files), "corpus file names must be unique across folders"
-    return results
+    def make(folder: Path) -> dict:
+        files = sorted((SUBMISSIONS / "wrong").glob("*.py")) + \
+            sorted((SUBMISSIONS / "correct").glob("*.py"))
+        results = {f.name: grade(f).to_json() for f in files}
+        assert len(results) == len(files), "corpus file names must be unique across folders"
+        return results
+
+    made = _made_once(tmp_path_factory, worker_id, "corpus", make)
+    return {name: submission_from_json(row) for name, row in made.items()}
 
 
 @pytest.fixture(scope="session")
-def built(tmp_path_factory):
+def built(tmp_path_factory, worker_id):
     """`autograder build -a attention` once, as an instructor runs it: the student bundle, the
     Gradescope zip, the otter zip and the Classroom 50 folder, in one output folder."""
     from helpers import run_cli
 
-    out = tmp_path_factory.mktemp("built")
-    r = run_cli("build", "-a", "attention", "--out", str(out))
-    assert r.returncode == 0, r.stdout + r.stderr
-    return out
+    def make(folder: Path) -> dict:
+        out = folder / "built"
+        r = run_cli("build", "-a", "attention", "--out", str(out))
+        assert r.returncode == 0, r.stdout + r.stderr
+        return {"out": str(out)}
+
+    return Path(_made_once(tmp_path_factory, worker_id, "built", make)["out"])
 
 
 @pytest.fixture(scope="session")
-def hostile_names(tmp_path_factory):
+def hostile_names(tmp_path_factory, worker_id):
     """One class of hostile names and messages, graded once with `--out --feedback` for the
     terminal, Markdown, CSV and HTML escaping tests (tests/hostile_names.py)."""
     from hostile_names import grade_class
 
-    return grade_class(tmp_path_factory.mktemp("hostile-names"))
+    def make(folder: Path) -> dict:
+        run = grade_class(folder)
+        return {**run, "class": str(run["class"]), "out": str(run["out"])}
+
+    run = _made_once(tmp_path_factory, worker_id, "hostile-names", make)
+    return {**run, "class": Path(run["class"]), "out": Path(run["out"])}
+
+
+# ------------------------------------------------------------------ pytest-xdist
+# `make test` runs the suite on every core (`-n auto --dist loadfile`): a module's tests stay on
+# one worker, so a module-scoped fixture (a class graded once) is made once per run; what
+# several modules share (`corpus_results`, `built`, `hostile_names`) is made once by
+# `_made_once`.

@@ -279,3 +279,42 @@ def git(repo: Path, *args: str, date: str | None = None) -> str:
     return subprocess.run(["git", "-c", "user.name=T", "-c", "user.email=t@example.com",
                            "-c", "init.defaultBranch=main", *args], cwd=repo, env=env,
                           check=True, capture_output=True, text=True).stdout
+
+
+# ------------------------------------------------------------------ expected points, derived
+# Tests that pin a partial score derive it from the question files (which cases call which of
+# the student's functions, and their points) rather than copying today's output.
+
+def cases_of(qid: str, assignment: str = "attention") -> list[tuple[str, float, frozenset]]:
+    """(name, points, the student's functions it is given) of each case of a question, in the
+    order they run, as otter reads the question file."""
+    import inspect
+
+    from autograder.assignment import load_assignment
+    from autograder.runner import load_question_file
+
+    test_file = load_question_file(str(load_assignment(assignment).question(qid).test_file))
+    return [(tc.name, float(tc.points or 0),
+             frozenset(inspect.signature(tc.body.test_func).parameters))
+            for tc in test_file.test_cases]
+
+
+def points_without(qid: str, broken: set[str], assignment: str = "attention") -> float:
+    """What a question gives when every case given one of the `broken` functions fails and
+    the rest pass."""
+    return sum(p for _, p, fns in cases_of(qid, assignment) if not fns & set(broken))
+
+
+def points_before(qid: str, broken: set[str], assignment: str = "attention") -> float:
+    """What a question gives when the first case given a `broken` function ends the question
+    (a timeout or a killed worker: the cases after it are not run)."""
+    total = 0.0
+    for _, p, fns in cases_of(qid, assignment):
+        if fns & set(broken):
+            break
+        total += p
+    return total
+
+
+def max_points(qid: str, assignment: str = "attention") -> float:
+    return sum(p for _, p, _ in cases_of(qid, assignment))

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import yaml
 
-from helpers import SUBMISSIONS, run_cli
+from helpers import QUESTIONS, SUBMISSIONS, max_points, points_without, run_cli
 
 HONEST = SUBMISSIONS / "correct" / "reference_style.py"
 
@@ -50,6 +50,23 @@ HTML_NAMES = {"submission_11": "<script>alert(1)</script>",
               "submission_14": "Honest Student"}
 # The first one quotes markup back through the error its import raises.
 HTML_IMPORT_ERROR = "def f():\n    pass\n\nraise ValueError('<script>alert(3)</script>')\n"
+
+
+# A forger's softmax raises; every function that calls it (the honest file's attention, and
+# through it multi-head attention and the block) raises with it. What each question then gives
+# is derived from the question files: the points of the cases given none of those functions.
+REACHES_SOFTMAX = {"softmax", "scaled_dot_product_attention", "multi_head_attention",
+                   "transformer_block"}
+
+
+def forger_scores() -> dict[str, tuple[float, float]]:
+    """{question: (score, max score)} of a forger's row."""
+    return {q: (points_without(q, REACHES_SOFTMAX), max_points(q)) for q in QUESTIONS}
+
+
+def forger_status(score: float, maximum: float) -> str:
+    """Nothing left is an error (every case raised), all of it passed, else partial."""
+    return "error" if score == 0 else "passed" if score == maximum else "partial"
 
 
 def forger_source(raise_line: str) -> str:

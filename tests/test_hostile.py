@@ -11,7 +11,8 @@ import time
 
 import pytest
 
-from helpers import QUESTIONS, SUBMISSIONS, own_processes, require_level, run_cli, settled
+from helpers import (QUESTIONS, SUBMISSIONS, own_processes, points_before, points_without,
+                     require_level, run_cli, settled)
 
 HOSTILE = SUBMISSIONS / "hostile"
 SECRET = "s3cr3t-grader-token-4711"
@@ -19,7 +20,11 @@ MARKERS = ("hostile_", "HOSTILE_SUBMISSION_DETACHED_MARKER", "sleep 1000")
 FULL = {q: "full" for q in QUESTIONS}
 ZERO = {q: 0 for q in QUESTIONS}
 
-# What each file must score, per question: "full", an exact score, or ("<=", n).
+# What each file must score, per question: "full" or an exact score. A partial score is derived
+# from the question files: the points of the cases the attack leaves alone (`points_without`),
+# or of those run before the case that ended the question (`points_before`).
+# The corpus runs only at `namespaces` or `user` (test below): the worker is the first process
+# of its own PID namespace there, so the signals it sends itself are ignored and it goes on.
 EXPECTED = {
     "honest.py": FULL,
     "delete_other_submissions.py": FULL,
@@ -27,7 +32,7 @@ EXPECTED = {
     "privilege_escalation_probe.py": FULL,
     "socket_probe_localhost.py": FULL,
     "thread_runs_forever.py": FULL,
-    "kill_parent_and_process_group.py": {**FULL, "softmax": ("<=", 6)},
+    "kill_parent_and_process_group.py": FULL,
     "fake_score_output.py": ZERO,
     "filesystem_and_sys_modules_reference_search.py": ZERO,
     "forge_worker_channel.py": ZERO,
@@ -48,18 +53,25 @@ EXPECTED = {
     "write_fake_results_files.py": ZERO,
     "sys_exit_at_import.py": ZERO,
     "import_hang_ignoring_signals.py": ZERO,
-    "huge_and_weird_return_values.py": {**ZERO, "mask": ("<=", 2)},
+    # causal_mask is left correct; every other function returns something unusable.
+    "huge_and_weird_return_values.py": {
+        **ZERO, "mask": points_without("mask", {"scaled_dot_product_attention"})},
     "lying_tensor_subclass_softmax.py": {**FULL, "softmax": 0},
     "forbidden_call_bypass.py": {**FULL, "softmax": 0},
     "lying_ndarray_subclass_softmax.py": {**FULL, "softmax": 0},
     "os_exit_in_softmax.py": {**FULL, "softmax": 0},
     "infinite_loop_softmax.py": {**FULL, "softmax": 0},
-    "signal_ignoring_spin_attention.py": {**FULL, "attention": 0, "mask": ("<=", 2)},
-    "deep_recursion_split_heads.py": {**FULL, "split_heads": ("<=", 1)},
+    # The spin is a timeout, which ends the question: mask keeps only what ran before it.
+    "signal_ignoring_spin_attention.py": {
+        **FULL, "attention": 0,
+        "mask": points_before("mask", {"scaled_dot_product_attention"})},
+    "deep_recursion_split_heads.py": {
+        **FULL, "split_heads": points_without("split_heads", {"split_heads"})},
     "memory_hog_layer_norm.py": {**FULL, "block": 0},
-    "base_exceptions_and_evil_messages.py": {**ZERO, "attention": "full", "mask": ("<=", 4),
-                                             "split_heads": ("<=", 1)},
-    "leak_secret_env_and_proc.py": {**FULL, "mask": ("<=", 4)},
+    # Every function but scaled_dot_product_attention raises (merge_heads is left correct).
+    "base_exceptions_and_evil_messages.py": {
+        **ZERO, "attention": "full", "mask": points_without("mask", {"causal_mask"}),
+        "split_heads": points_without("split_heads", {"split_heads"})},
 }
 # Files whose source stores into the engine's own modules (resolved statically: the scan's
 # proof) are flagged and, by default, get no points (status "integrity") on every question: the
@@ -83,7 +95,9 @@ REVIEW = {
     "fork_child_lingers.py": FULL,                              # ctypes (prctl)
     "proc_mem_read_other_processes.py": FULL,                   # ctypes (ptrace, vm_readv)
     "close_all_fds_softmax.py": {**FULL, "softmax": 0},         # os.closerange: the channel
-    "patch_random_generators.py": {**ZERO, "mask": ("<=", 2)},  # patches torch.* in place
+    # Only causal_mask takes no random input (it is correct); patches torch.* in place.
+    "patch_random_generators.py": {
+        **ZERO, "mask": points_without("mask", {"scaled_dot_product_attention"})},
     "filesystem_and_sys_modules_reference_search.py": ZERO,     # sys.modules scan
     "forge_worker_channel.py": ZERO,                            # the channel, gc, sys.modules
     "gc_object_scan.py": ZERO,
@@ -94,15 +108,11 @@ REVIEW = {
     "overwrite_grader_output_paths.py": ZERO,                   # ctypes, fds it did not open
     "pickle_rce_return_values.py": ZERO,                        # eval as a value, sys.modules
     "stack_frame_snooping.py": ZERO,
-    # The library softmax with torch-function handling off: a forbidden call wherever a
-    # run-time check sees the op, else passed and flagged (the scan's sighting): never a
-    # plain pass, never a zero from the scan alone.
-    "getattr_strings_hidden_softmax.py": {**FULL, "softmax": ("<=", 6)},
     # The engine patch padded past 100,000 syntax nodes: the scan is cut short, the row is
-    # graded on run-time evidence and flagged.
-    "scan_budget_padded_engine_patch.py": {**FULL, "softmax": ("<=", 6)},
+    # graded on run-time evidence and flagged; the dispatcher refuses the library softmax
+    # the patch meant to hide.
+    "scan_budget_padded_engine_patch.py": {**FULL, "softmax": 0},
 }
-RUN_TIME_DECIDES = {"getattr_strings_hidden_softmax.py", "scan_budget_padded_engine_patch.py"}
 EXPECTED.update({name: ZERO for name in PROVEN})
 EXPECTED.update(REVIEW)
 EXPECTED["scan_dos_constant_formatting.py"] = FULL      # dead code never counts; no flag
@@ -193,10 +203,23 @@ STATUS.update({(name, "softmax"): "forbidden call" for name in RUN_TIME_ROUTES})
 # engine (its softmax fails when it finds something): full marks, flagged for its reflection.
 REVIEW["reachability_probe.py"] = FULL
 # The getattr strings reach F.softmax; the dispatcher sees the operator: a forbidden call.
-REVIEW.pop("getattr_strings_hidden_softmax.py")
-RUN_TIME_DECIDES.discard("getattr_strings_hidden_softmax.py")
 EXPECTED["getattr_strings_hidden_softmax.py"] = {**FULL, "softmax": 0}
 STATUS[("getattr_strings_hidden_softmax.py", "softmax")] = "forbidden call"
+STATUS[("scan_budget_padded_engine_patch.py", "softmax")] = "forbidden call"
+STATUS.update({
+    ("huge_and_weird_return_values.py", "mask"): "partial",
+    ("patch_random_generators.py", "mask"): "partial",
+    ("signal_ignoring_spin_attention.py", "mask"): "timeout",
+    ("deep_recursion_split_heads.py", "split_heads"): "partial",
+    ("base_exceptions_and_evil_messages.py", "mask"): "partial",
+    ("base_exceptions_and_evil_messages.py", "split_heads"): "partial",
+    ("base_exceptions_and_evil_messages.py", "softmax"): "error",
+    ("base_exceptions_and_evil_messages.py", "multi_head"): "error",
+    ("kill_parent_and_process_group.py", "softmax"): "passed",
+})
+# block: layer_norm raises at once, transformer_block builds 64 MB messages: "error", or
+# "timeout" when building them outlasts the question's time on a loaded machine.
+STATUSES = {("base_exceptions_and_evil_messages.py", "block"): {"error", "timeout"}}
 EXPECTED.update({name: ZERO for name in PROVEN})
 EXPECTED.update(REVIEW)
 
@@ -204,9 +227,6 @@ EXPECTED.update(REVIEW)
 def check_flag(name: str, row: dict) -> None:
     """A file with proof carries its findings and what it would have scored; a file the scan
     only doubts is flagged for review and lost nothing for it; no other is flagged."""
-    if name in RUN_TIME_DECIDES:
-        softmax = row["questions"]["softmax"]
-        assert softmax["status"] in ("forbidden call", "passed"), softmax
     if name in ESCAPES:
         # Hard evidence from how the worker ended: every question given nothing, the escape named.
         assert any(ESCAPES[name] in e for e in row["integrity_review"]["escapes"]), name
@@ -303,18 +323,21 @@ def test_each_attack_gains_nothing(batch, name):
         q = sub["questions"][qid]
         if want == "full":
             assert q["score"] == q["max_score"], f"{qid}: {q['feedback']}"
-        elif isinstance(want, tuple):
-            assert q["score"] <= want[1], f"{qid}: {q['feedback']}"
         else:
             assert q["score"] == want, f"{qid}: {q['feedback']}"
         if (name, qid) in STATUS:
             assert q["status"] == STATUS[(name, qid)], f"{qid}: {q['feedback']}"
+        if (name, qid) in STATUSES:
+            assert q["status"] in STATUSES[(name, qid)], f"{qid}: {q['feedback']}"
         assert len(q["feedback"]) < 20_000
     check_flag(name, sub)
 
 
 def test_every_hostile_file_has_an_expectation():
     assert sorted(f.name for f in HOSTILE.glob("*.py")) == sorted(EXPECTED)
+    # Exact scores only: a bound would pass on a file that lost more than its attack explains.
+    assert all(want == "full" or isinstance(want, (int, float))
+               for per_file in EXPECTED.values() for want in per_file.values())
 
 
 @pytest.mark.slow

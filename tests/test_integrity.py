@@ -64,10 +64,9 @@ def test_patching_the_engine_at_import_costs_every_question(grade, name):
     review = row["integrity_review"]
     assert {k: v for k, v in review.items() if k != "score_without_penalty"} == {
         "on_tamper": "zero", "evidence": "hard", "questions": QUESTIONS}
-    # What run time gave: 29 when a run-time check saw F.softmax (forge_missing_gradients
-    # always: its softmax has no gradients), 35 when the patch switched the worker's
-    # torch-function mode off (the scan's sighting is only a review note).
-    assert review["score_without_penalty"] in (29.0, 35.0)
+    # What run time gave: everything but softmax, which the dispatcher refuses (the patch
+    # cannot switch it off) or whose gradients are missing (forge_missing_gradients).
+    assert review["score_without_penalty"] == sum(MAX.values()) - MAX["softmax"]
 
 
 # ------------------------------------------------------------------ flag only: grades stand
@@ -95,23 +94,22 @@ def test_forged_missing_gradients_fail_the_cases_that_ask_for_them(grade_flag_on
         assert "no gradient" in c.message and "softmax" in c.message
 
 
-def test_a_shortcut_only_the_source_shows_is_never_a_zero_on_its_own(grade):
-    """The scan resolves the getattr strings; the library call runs with torch-function
-    handling disabled. Either a run-time check sees the op (forbidden call), or the row is
-    flagged for review with the line: never a zero from the scan, never a plain pass."""
-    result = grade(HOSTILE / "getattr_strings_hidden_softmax.py")
+def test_a_shortcut_only_the_source_shows_is_refused_where_it_runs(grade):
+    """The getattr strings reach the library softmax with torch-function handling disabled:
+    the dispatcher refuses the operator itself (a forbidden call, never a plain pass), the
+    feedback points at the lines of the source that hide it, and no integrity penalty or flag
+    is added for what the run already proved."""
+    path = HOSTILE / "getattr_strings_hidden_softmax.py"
+    result = grade(path)
     row = result.to_json()
-    softmax = result.questions["softmax"]
-    if softmax.status == "forbidden call":
-        assert scores(result) == full_except(softmax=(0.0, "forbidden call"))
-    else:
-        assert scores(result) == full_except()
-        feedback = softmax.feedback()
-        assert "getattr(_FUNCTIONAL, _NAME)" in feedback and "line 79" in feedback
-        assert "torch.nn.functional.softmax" in feedback
-        assert row["integrity"] and {f["kind"] for f in row["integrity"]} == {"review"}
-    assert "integrity" not in {q.status for q in result.questions.values()}
-    assert row.get("integrity_review", {}).get("questions", []) == []
+    assert scores(result) == full_except(softmax=(0.0, "forbidden call"))
+    feedback = result.questions["softmax"].feedback()
+    lines = path.read_text().splitlines()
+    route = next(i for i, text in enumerate(lines, 1) if "getattr(_FUNCTIONAL, _NAME)" in text)
+    assert f"line {route}: `getattr(_FUNCTIONAL, _NAME)` reaches " \
+        "`torch.nn.functional.softmax`" in feedback
+    assert "softmax called `torch.nn.functional.softmax`" in feedback
+    assert "integrity" not in row and "integrity_review" not in row
 
 
 SEEN_NOT_RUN = """

@@ -9,7 +9,7 @@ from helpers import QUESTIONS, run_cli
 from hostile_names import TERMINAL_FORGER as FORGER
 from hostile_names import TERMINAL_RAISE as RAISE
 from hostile_names import TERMINAL_SHOWN as SHOWN
-from hostile_names import forger_source
+from hostile_names import forger_scores, forger_source, forger_status
 
 # The message's leading line break is dropped (an error's first line is its first non-blank
 # one); `\r` and the escape sequences stay in the line, shown escaped.
@@ -45,12 +45,16 @@ def test_summary_and_feedback_escape_names_and_messages(hostile_names):
     assert all(len(row) == len(lines[0]) for row in rows), rows    # columns stay aligned
     by_name = {row.split()[0]: row.split()[1:] for row in rows}
     assert by_name[SHOWN] == ["6/6", "6/6", "6/6", "5/5", "6/6", "6/6", "35/35"]
-    assert by_name[FORGER] == ["err", "0/6", "err", "0/6", "2/6", "5/5", "err", "0/6", "3/6",
-                               "10/35"]
+    scores = forger_scores()
+    cells = [cell for score, most in scores.values()
+             for cell in (["err"] if forger_status(score, most) == "error" else [])
+             + [f"{score:g}/{most:g}"]]
+    total = f"{sum(s for s, _ in scores.values()):g}/{sum(m for _, m in scores.values()):g}"
+    assert by_name[FORGER] == [*cells, total]
     assert by_name["honest"] == ["6/6", "6/6", "6/6", "5/5", "6/6", "6/6", "35/35"]
     assert not any(row.startswith("mallory") for row in rows)
     line = _forger_source().splitlines().index(f"    {RAISE}") + 1
-    forger = lines.index(f"{hostile_class}/{FORGER}/attention.py: 10/35")
+    forger = lines.index(f"{hostile_class}/{FORGER}/attention.py: {total}")
     assert lines[forger + 1:forger + 4] == [
         "  [ERR ] softmax: 0/6 (error)",
         "         case   'lesson: softmax([1, 2, 3])': " + MESSAGE.format(line=line),

@@ -14,10 +14,10 @@ from pathlib import Path
 
 from ..assignment import Assignment
 from ..render import render_question
-from ..project import ENGINE_DIR
 from ..results import SubmissionResult, mistake_counts, results_json
 from ..safetext import csv_cell, markdown_inline
 from ..status import PROBLEM_STATUSES, CaseStatus, QuestionStatus
+from .pages import page_environment
 
 
 # The CSV status of a row flagged for review on doubts alone (no points taken).
@@ -136,11 +136,7 @@ def html_report(assignment: Assignment, results: list[SubmissionResult],
                 similarity: list[dict] | None = None) -> str:
     """`similarity`: the most similar pairs (`grade --similarity`), shown in their own section;
     None leaves the section out."""
-    import jinja2
-
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(ENGINE_DIR / "course" / "templates"),
-        autoescape=True)
+    env = page_environment()
     totals = [r.score for r in results]
     max_total = max((r.max_score for r in results), default=0.0)
     mistakes = _named_mistakes(assignment, results)

@@ -12,11 +12,10 @@ import os
 import time
 from pathlib import Path
 
-from ..project import ENGINE_DIR
 from ..safetext import visible
+from .pages import page_environment
 from .similarity import K, WINDOW, Comparison, Pair, Source
 
-TEMPLATES = ENGINE_DIR / "course" / "templates"
 MAX_SHOWN_LINES = 2000     # per side of a pair in the HTML
 MAX_LINE_CHARS = 300
 DEFAULT_MIN_SCORE = 0.2    # pairs below it are left out of similarity.json
@@ -98,9 +97,7 @@ def summary_rows(comparison: Comparison, top: int) -> list[dict]:
 
 
 def similarity_html(title: str, assignment: str, comparison: Comparison, top: int) -> str:
-    import jinja2
-
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True)
+    env = page_environment()
     return env.get_template("similarity.html.j2").render(
         title=title, assignment=assignment, n=len(comparison.sources),
         candidates=comparison.candidates, generated=time.strftime("%Y-%m-%d %H:%M"),

@@ -101,20 +101,23 @@ def test_resume_after_kill_gives_the_same_files(clean_loop_run, tmp_path):
     cls, clean = clean_loop_run
     resumed = tmp_path / "resumed"
     proc = subprocess.Popen([sys.executable, "-m", "autograder", "grade", "-a", "attention",
-                             str(cls), "--out", str(resumed), "--jobs", "1"],
+                             str(cls), "--out", str(resumed), "--jobs", "1", *LOOP_LIMIT],
                             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
     _wait_for_cached(resumed, 3, proc)
+    helpers = _descendants(proc.pid)
     os.killpg(proc.pid, signal.SIGKILL)  # like kill -9 of the whole job
     proc.wait()
+    # Counted once nothing of the killed run is left that could still write a result.
+    assert _all_gone(helpers), "grading processes outlived a killed grader"
     cache = resumed / ".cache"
     done_before = len(list(cache.glob("*.json")))
-    assert 3 <= done_before < 11 and not (resumed / "grades.json").exists()
+    assert 3 <= done_before < CLASS_SIZE and not (resumed / "grades.json").exists()
 
     r = run_cli("grade", "-a", "attention", str(cls), "--out", str(resumed), "--jobs", "1",
-                timeout=900)
+                *LOOP_LIMIT, timeout=900)
     assert r.returncode == 0
-    assert f"{done_before} of 11 submissions unchanged" in r.stdout
+    assert f"{done_before} of {CLASS_SIZE} submissions unchanged" in r.stdout
     assert _snapshot(resumed) == clean
 
 
@@ -173,18 +176,26 @@ def test_gradescope_export_layout(tmp_path):
     assert rows["Empty Upload"]["score"] == 0 and rows["Empty Upload"]["error"]
 
 
+# A submission whose softmax never returns: it sleeps, so it holds no CPU while the other job
+# grades, and its time limit is long enough that a run caught after two results is still on
+# it however loaded the machine is. Every run of the class passes the same limit (it is part
+# of the cache key). The other functions delegate to correct helpers, as in the hostile corpus.
+LOOP = "aa_loop.py"
+LOOP_LIMIT = ("--limit", "question_seconds=30")
+CLASS_SIZE = 8
+
+
 def _loop_class(tmp_path: Path) -> Path:
     cls = tmp_path / "class"
     cls.mkdir()
-    for f in sorted((SUBMISSIONS / "wrong").glob("*.py"))[:10]:
+    for f in sorted((SUBMISSIONS / "wrong").glob("*.py"))[:CLASS_SIZE - 1]:
         shutil.copy(f, cls / f.name)
-    # Graded first, so a run caught after two results is still on it: its ten seconds of
-    # time limit are long enough to be caught mid-run.
-    shutil.copy(SUBMISSIONS / "hostile" / "infinite_loop_softmax.py", cls / LOOP)
+    source = (SUBMISSIONS / "hostile" / "infinite_loop_softmax.py").read_text()
+    public, _, _ = source.partition("\ndef softmax(x, dim=-1):\n    n = 0\n")
+    assert public != source, "the hostile file's spinning softmax moved"
+    (cls / LOOP).write_text(public + "\n\ndef softmax(x, dim=-1):\n"
+                            "    import time\n    time.sleep(3600)\n")
     return cls
-
-
-LOOP = "aa_loop.py"
 
 
 def _cached(out: Path) -> set[str]:
@@ -199,7 +210,7 @@ def _start_grading(cls: Path, out: Path) -> subprocess.Popen:
     # SIGINT back to its default, so the grader turns it into KeyboardInterrupt like at a
     # terminal (a shell may have started this test run with it ignored).
     return subprocess.Popen([sys.executable, "-m", "autograder", "grade", "-a", "attention",
-                             str(cls), "--out", str(out), "--jobs", "2"],
+                             str(cls), "--out", str(out), "--jobs", "2", *LOOP_LIMIT],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, start_new_session=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
@@ -242,7 +253,7 @@ def clean_loop_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("loopclass")
     cls = _loop_class(root)
     out = root / "clean"
-    assert run_cli("grade", "-a", "attention", str(cls), "--out", str(out),
+    assert run_cli("grade", "-a", "attention", str(cls), "--out", str(out), *LOOP_LIMIT,
                    timeout=900).returncode == 0
     return cls, _snapshot(out)
 
@@ -277,7 +288,7 @@ def test_ctrl_c_stops_a_parallel_run_at_once_and_a_rerun_finishes_it(clean_loop_
     assert _all_gone(helpers), "grading processes outlived an interrupted grader"
     assert not (out / "grades.json").exists()
 
-    assert run_cli("grade", "-a", "attention", str(cls), "--out", str(out),
+    assert run_cli("grade", "-a", "attention", str(cls), "--out", str(out), *LOOP_LIMIT,
                    timeout=900).returncode == 0
     assert _snapshot(out) == clean
 
@@ -293,9 +304,10 @@ def test_grading_processes_die_with_a_killed_grader(clean_loop_run, tmp_path):
     time.sleep(1)
     assert len(list((out / ".cache").glob("*.json"))) == cached   # nobody goes on writing
 
-    r = run_cli("grade", "-a", "attention", str(cls), "--out", str(out), timeout=900)
+    r = run_cli("grade", "-a", "attention", str(cls), "--out", str(out), *LOOP_LIMIT,
+                timeout=900)
     assert r.returncode == 0
-    assert f"{cached} of 11 submissions unchanged" in r.stdout
+    assert f"{cached} of {CLASS_SIZE} submissions unchanged" in r.stdout
     assert _snapshot(out) == clean
 
 

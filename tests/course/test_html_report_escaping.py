@@ -3,7 +3,6 @@ student's code are escaped by the template (jinja2 autoescape), so the page carr
 of the student's; honest students in the same batch keep full marks."""
 import json
 from html.parser import HTMLParser
-from pathlib import Path
 
 import pytest
 
@@ -54,15 +53,18 @@ def test_names_and_messages_are_shown_escaped(report):
     assert rows['"><img src=x onerror=alert(2)>']["score"] == 35
 
 
-def test_report_template_autoescapes():
-    import jinja2
+def test_the_pages_environment_escapes_everything():
+    """The product's own environment (the one report.html and similarity.html are rendered
+    with), not one built here: autoescape on, and no template of it switches escaping off."""
+    from autograder.course.pages import TEMPLATES, page_environment
 
-    from autograder.course import report
-
-    source = Path(report.__file__).read_text()
-    assert "autoescape=True" in source
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(
-        Path(report.__file__).parent / "templates"), autoescape=True)
-    template = (Path(report.__file__).parent / "templates" / "report.html.j2").read_text()
-    assert "|safe" not in template.replace(" ", "") and "autoescape false" not in template
-    assert env.get_template("report.html.j2")
+    env = page_environment()
+    hostile = '<script>alert(1)</script>"&'
+    assert env.from_string("{{ x }}").render(x=hostile) == \
+        "&lt;script&gt;alert(1)&lt;/script&gt;&#34;&amp;"
+    names = env.list_templates()
+    assert {"report.html.j2", "similarity.html.j2"} <= set(names), names
+    for name in names:
+        source = (TEMPLATES / name).read_text()
+        assert "|safe" not in source.replace(" ", ""), name
+        assert "autoescape false" not in source and "Markup(" not in source, name

@@ -1,6 +1,6 @@
 # attack: functions return values meant to blow up serialisation or comparison: a zero-stride expand() view of 10**12 elements (softmax), a correct output with a 10**10-element weights view (attention), a list of 10**8 floats (split_heads), an object whose __array__ never returns and __len__ lies (merge_heads), an infinite generator (multi_head_attention), complex128 values (layer_norm) and all-NaN output (transformer_block)
 # target: all
-# expect: softmax, attention, split_heads, multi_head and block score 0 (failed or error: rejected by size/type/shape checks without materialising anything huge); mask passes; the grader's memory and time stay bounded; batch continues
+# expect: softmax, attention, split_heads, multi_head and block score 0 (failed, error or timeout: rejected by size/type/shape checks without materialising anything huge); mask keeps its causal_mask cases and loses its masked-attention ones (they call scaled_dot_product_attention, whose weights are the huge view); the grader's memory and time stay bounded; batch continues
 """Return values that are cheap to make and expensive to look at."""
 
 import math
