@@ -392,6 +392,8 @@ def rows_sum_to_one(item: int | None = None, dim: int = -1, name: str = "weights
             t = as_tensor(t)
         if not isinstance(t, torch.Tensor) or not t.is_floating_point() or t.numel() == 0:
             return []
+        if not -max(t.ndim, 1) <= dim < max(t.ndim, 1):
+            return []   # an output of the wrong rank: its shape problem is the one reported
         sums = t.double().sum(dim=dim)
         finite = torch.isfinite(sums)
         if not bool(finite.any()):

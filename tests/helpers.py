@@ -50,10 +50,14 @@ def assert_loses_and_keeps(result, header: dict, questions: list[str]) -> list[s
 
 
 def run_cli(*args: str, cwd: Path | None = None, env: dict | None = None,
-            timeout: int = 600) -> subprocess.CompletedProcess:
+            timeout: int = 600, extra_groups: list[int] | None = None
+            ) -> subprocess.CompletedProcess:
+    """`autograder ARGS` as a subprocess; `extra_groups` (root only): the supplementary groups
+    it runs with."""
     full_env = {**os.environ, **(env or {})}
     return subprocess.run([sys.executable, "-m", "autograder", *args], cwd=cwd or ROOT,
-                          capture_output=True, text=True, timeout=timeout, env=full_env)
+                          capture_output=True, text=True, timeout=timeout, env=full_env,
+                          extra_groups=extra_groups)
 
 
 def load_json(path: Path) -> dict:

@@ -107,3 +107,25 @@ def test_labels_name_nested_parameters():
     labels = Labels("mha", ["x", "params", "n_heads"])
     assert labels.arg("0/1/w_q") == '`params["w_q"]`'
     assert labels.arg("1/context") == "`context`"
+
+
+def test_an_output_of_the_wrong_rank_is_a_shape_problem_not_a_grader_fault(grade, tmp_path):
+    """A softmax that flattens its result: the cases along another `dim` used to end the whole
+    submission as an internal error (the weights-sum property summed along a dimension the
+    output does not have); the shape is what is wrong, and the other questions keep their
+    points."""
+    from helpers import QUESTIONS, SUBMISSIONS
+
+    sub = tmp_path / "flattens.py"
+    sub.write_text((SUBMISSIONS / "hostile" / "honest.py").read_text() + '''
+
+def softmax(x, dim=-1):
+    return _softmax(x, dim).reshape(-1)
+''')
+    result = grade(sub)
+    assert result.error is None
+    softmax = result.questions["softmax"]
+    assert softmax.status == "partial" and 0 < softmax.score < softmax.max_score  # 1-D cases pass
+    assert "has the wrong shape" in softmax.feedback() and "Traceback" not in softmax.feedback()
+    for qid in QUESTIONS[1:]:
+        assert result.questions[qid].status == "passed", (qid, result.questions[qid].feedback())

@@ -29,6 +29,7 @@ import tempfile
 import time
 
 from . import ipc, levels, mounts, procfs
+from .limits import MSGQUEUE_BYTES
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWIPC = 0x08000000
@@ -107,8 +108,7 @@ def _set_limits(limits: dict, nproc: int) -> None:
         (resource.RLIMIT_NOFILE, int(limits["open_files"])),
         (resource.RLIMIT_NPROC, nproc),
         (resource.RLIMIT_CORE, 0),
-        # POSIX message queues are kernel memory outside the address space.
-        (resource.RLIMIT_MSGQUEUE, 64 * 1024),
+        (resource.RLIMIT_MSGQUEUE, MSGQUEUE_BYTES),
     ):
         try:
             resource.setrlimit(res, (value, value))

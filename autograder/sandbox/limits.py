@@ -7,6 +7,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
 
+# Every worker's POSIX message queues (kernel memory outside its address space); not a
+# per-assignment limit: no exercise needs them.
+MSGQUEUE_BYTES = 64 * 1024
+
 
 @dataclass(frozen=True)
 class Limits:

@@ -116,6 +116,35 @@ def test_filled_notebook_passes_every_check(bundle, assignment, tmp_path):
         assert "All test cases passed" in text, (qid, text)
 
 
+def test_notebook_opened_alone_downloads_its_checks_from_bundle_url(built, tmp_path):
+    """An assignment that publishes its bundle (`[student] bundle_url`): the notebook opened in
+    an empty folder (as in Colab) downloads the zip in its first cell, unpacks it, and every
+    check then runs. Offline: the URL is a file:// one of the bundle `autograder build` made."""
+    import os
+
+    from autograder.assignment import load_assignment
+    from helpers import copy_assignment
+
+    url = (built / "attention-student.zip").as_uri()
+    published = load_assignment(str(copy_assignment(
+        tmp_path / "course" / "attention", extra_toml=f'\n[student]\nbundle_url = "{url}"\n')))
+    opened = tmp_path / "colab"
+    opened.mkdir()
+    path = _as_notebook(published, SOLUTION.read_text(), opened / "attention.ipynb")
+    nb = nbformat.read(str(path), as_version=4)
+    assert f"BUNDLE_URL = {url!r}" in nb.cells[[c.cell_type for c in nb.cells].index("code")].source
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}   # nothing of the project
+    NotebookClient(nb, timeout=300, kernel_name="python3",
+                   resources={"metadata": {"path": str(opened)}}).execute(env=env)
+    assert (opened / "attention-student.zip").read_bytes() == \
+        (built / "attention-student.zip").read_bytes()
+    assert (opened / "attention-student" / "autograder").is_dir()
+    outputs = _check_outputs(nb)
+    assert list(outputs) == QUESTIONS
+    for qid, text in outputs.items():
+        assert "All test cases passed" in text, (qid, text)
+
+
 # ------------------------------------------------------------------ grading notebooks
 
 def _messy_cells():

@@ -16,7 +16,7 @@ from helpers import ROOT, SUBMISSIONS, cli_in_process, git
 from autograder.course import git_history
 from autograder.course.classlist import Student, discover
 from autograder.course.gradebook import LatePolicy
-from autograder.course.roster import join, load_roster
+from autograder.course.roster import AMBIGUOUS, Member, class_prefix, join, load_roster
 
 CORRECT = SUBMISSIONS / "correct" / "einsum_style.py"
 WRONG = SUBMISSIONS / "wrong" / "softmax_no_max_subtraction.py"
@@ -55,7 +55,7 @@ def test_roster_csv_join(tmp_path):
                 for n in ("hw1-ann-lee", "hw1-n", "hw1-EVE", "hw1-stranger")]
     joined = join(members, students)
     by_ident = {m.identifier if m else None: s.name for m, s in joined.rows}
-    assert by_ident["ann@uni.edu"] == "hw1-ann-lee"       # case-insensitive, longest match
+    assert by_ident["ann@uni.edu"] == "hw1-ann-lee"       # the exact name, case-insensitive
     assert by_ident["n@uni.edu"] == "hw1-n"
     assert [s.name for s in joined.unmatched] == ["hw1-stranger"]
     assert [m.identifier for m in joined.missing] == ["ghost@uni.edu"]
@@ -83,6 +83,61 @@ def test_gradescope_metadata_is_a_roster(tmp_path):
     joined = join(members, discover([str(export)], "attention.py"))
     assert not joined.unmatched and not joined.missing
     assert [m.identifier for m, _ in joined.rows] == ["1001", "bo@x"]
+
+
+def _rows(joined) -> dict:
+    return {m.identifier if m else None: s for m, s in joined.rows}
+
+
+def test_the_longest_shared_prefix_decides_between_two_students(tmp_path):
+    """`hw` and `hw-1` are carried by every folder: the longer is the class's, so `hw-1-ann`
+    is Ann's, not the folder of roster student `1-ann` (who has none)."""
+    names = ("hw-1-ann", "hw-1-bo")
+    assert class_prefix(names) == "hw-1"
+    members = [Member("ann@uni.edu", "ann"), Member("one@uni.edu", "1-ann"),
+               Member("bo@uni.edu", "bo")]
+    joined = join(members, [Student(n, tmp_path / n, tmp_path / n / "attention.py")
+                            for n in names])
+    rows = _rows(joined)
+    assert rows["ann@uni.edu"].name == "hw-1-ann" and rows["bo@uni.edu"].name == "hw-1-bo"
+    assert rows["one@uni.edu"].problem.startswith("missing:")
+    assert not joined.unmatched and not joined.contested
+
+
+def _claimed_twice(joined, identifier: str, folders: list[str]) -> None:
+    """Neither claimant is chosen: the roster row says so, each is graded on a row of its own."""
+    row = _rows(joined)[identifier]
+    assert row.file is None and row.problem.startswith(f"{AMBIGUOUS}: 2 submissions claim")
+    assert all(f in row.problem for f in folders)
+    claimants = sorted(s.folder.name for m, s in joined.rows if m is None and s.file is not None)
+    assert claimants == sorted(folders)
+    assert [(m.identifier, sorted(s.folder.name for s in c)) for m, c in joined.contested] == [
+        (identifier, sorted(folders))]
+
+
+def test_two_case_variants_of_a_folder_claim_one_student(tmp_path):
+    names = ("attention-Alice", "attention-alice", "attention-bob")
+    joined = join([Member("a@uni.edu", "alice"), Member("b@uni.edu", "bob")],
+                  [Student(n, tmp_path / n, tmp_path / n / "attention.py") for n in names])
+    _claimed_twice(joined, "a@uni.edu", ["attention-Alice", "attention-alice"])
+    assert _rows(joined)["b@uni.edu"].name == "attention-bob"
+
+
+def test_a_student_in_two_gradescope_submissions_is_not_given_either(tmp_path):
+    export = tmp_path / "export"
+    for sub in ("submission_1", "submission_2", "submission_3"):
+        (export / sub).mkdir(parents=True)
+        shutil.copy(CORRECT, export / sub / "attention.py")
+    (export / "submission_metadata.yml").write_text(
+        "submission_1:\n  :submitters:\n  - :name: Ann\n    :sid: '1001'\n"
+        "submission_2:\n  :submitters:\n  - :name: Bo\n    :sid: '1002'\n"
+        "submission_3:\n  :submitters:\n  - :name: Ann\n    :sid: '1001'\n")
+    members = load_roster(export)
+    assert [(m.identifier, m.submissions) for m in members] == [
+        ("1001", ["submission_1", "submission_3"]), ("1002", ["submission_2"])]
+    joined = join(members, discover([str(export)], "attention.py"))
+    _claimed_twice(joined, "1001", ["submission_1", "submission_3"])
+    assert _rows(joined)["1002"].folder.name == "submission_2"
 
 
 def test_late_policy():

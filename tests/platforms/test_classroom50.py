@@ -87,14 +87,19 @@ def checkout(tmp_path: Path, submission: Path | None) -> Path:
     return repo
 
 
-def run_autograder(bundle: Path, repo: Path, **extra: str) -> subprocess.CompletedProcess:
+def run_autograder(bundle: Path, repo: Path, install: bool = False,
+                   **extra: str) -> subprocess.CompletedProcess:
     """As the runner does: `sys.executable autograder.py` in the checkout, bundle elsewhere.
-    The runner's own folder is not on the path: this interpreter's packages are (no install)."""
+    The runner's own folder is not on the path: this interpreter's packages are (no install,
+    unless `install`)."""
     runtime = repo.parent / "runtime" / "attention"
     if not runtime.exists():
         shutil.copytree(bundle, runtime)
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    env.update(ENV, CLASSROOM50_BUNDLE_DIR=str(runtime), CLASSROOM50_NO_INSTALL="1", **extra)
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONPATH", "CLASSROOM50_NO_INSTALL")}
+    env.update(ENV, CLASSROOM50_BUNDLE_DIR=str(runtime), **extra)
+    if not install:
+        env["CLASSROOM50_NO_INSTALL"] = "1"
     return subprocess.run([sys.executable, str(runtime / "autograder.py")], cwd=repo, env=env,
                           capture_output=True, text=True, timeout=600)
 
@@ -157,6 +162,64 @@ def test_missing_requirement_is_said_and_not_silently_installed(bundle, tmp_path
     assert "installing is switched off: numpy>=999" in r.stdout
     assert "torch" not in r.stdout.split("switched off:")[1]   # torch is there: not listed
     assert not (repo / "result.json").exists()
+
+
+def _wheel(folder: Path, name: str, version: str) -> Path:
+    """A pure-Python wheel of an empty package, made here: what a runner's wheel folder holds."""
+    import base64
+    import hashlib
+    import zipfile
+
+    mod, info = name.replace("-", "_"), f"{name.replace('-', '_')}-{version}.dist-info"
+    files = {f"{mod}/__init__.py": f"VERSION = {version!r}\n",
+             f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+             f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: true\n"
+                              "Tag: py3-none-any\n"}
+
+    def digest(text: str) -> str:
+        raw = hashlib.sha256(text.encode()).digest()
+        return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+
+    record = [f"{path},sha256={digest(text)},{len(text.encode())}"
+              for path, text in files.items()] + [f"{info}/RECORD,,"]
+    files[f"{info}/RECORD"] = "\n".join(record) + "\n"
+    folder.mkdir(parents=True, exist_ok=True)
+    wheel = folder / f"{mod}-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as zf:
+        for path, text in files.items():
+            zf.writestr(path, text)
+    return wheel
+
+
+def test_what_is_missing_is_installed_and_the_rest_is_reused(bundle, tmp_path):
+    """Without CLASSROOM50_NO_INSTALL, as on a runner: a requirement the runner's Python lacks
+    is installed into a virtual environment in RUNNER_TEMP that sees the packages already there
+    (torch is not installed again), and the submission is then graded. Offline: pip takes the
+    missing package from a wheel folder (pip's own PIP_NO_INDEX and PIP_FIND_LINKS, as a
+    runner with a wheelhouse is set up)."""
+    repo = checkout(tmp_path, SUBMISSIONS / "correct" / "einsum_style.py")
+    runtime = tmp_path / "runtime" / "attention"
+    shutil.copytree(bundle, runtime)
+    reqs = runtime / "requirements.txt"
+    reqs.write_text(reqs.read_text() + "c50-wheelhouse-probe>=1.0\n")
+    wheels = _wheel(tmp_path / "wheels", "c50-wheelhouse-probe", "1.2").parent
+    runner_temp = tmp_path / "runner_temp"
+    runner_temp.mkdir()
+    r = run_autograder(bundle, repo, install=True, RUNNER_TEMP=str(runner_temp),
+                       PIP_NO_INDEX="1", PIP_FIND_LINKS=str(wheels))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "autograder.py: installing c50-wheelhouse-probe>=1.0\n" in r.stdout
+    assert "nothing to install" not in r.stdout and "torch" not in r.stdout
+    venv = runner_temp / "autograder-venv"
+    own = subprocess.run([str(venv / "bin" / "python"), "-I", "-c",
+                          "import c50_wheelhouse_probe as p, torch, sysconfig; "
+                          "print(p.VERSION, torch.__file__.startswith("
+                          "sysconfig.get_paths()['purelib']))"],
+                         capture_output=True, text=True, timeout=300)
+    assert own.stdout.split() == ["1.2", "False"], own.stdout + own.stderr   # torch reused
+    doc = json.loads((repo / "result.json").read_text())
+    check_result(doc)
+    assert doc["score"] == doc["max-score"]
 
 
 def test_public_folder_has_no_hidden_case_unless_asked(bundle, tmp_path):

@@ -326,3 +326,74 @@ def test_diagnosis_keeps_no_huge_outcome_and_a_bounded_total():
         for _ in range(n + 5):
             diagnose.note_check(SimpleNamespace(function="f", got=fair, expected=fair), True)
     assert len(session.passed["f"]) == n and session.kept_bytes == diagnose.KEPT_BYTES
+
+
+# ------------------------------------------------------------------ what one reply may cost
+# wire.py's bound, through the real path (the session's reader, `unpack`, `decode_outcome`
+# with the session's releasing budget), with replies built by the worker's own encoder.
+
+ROOMY = Limits(question_seconds=600, submission_seconds=600)   # moving 256 MiB is no timeout
+BIGGEST = wire.MAX_ARRAY_BYTES // 4        # float32s in the largest array a reply may hold
+
+
+def roomy_session(replies: list) -> WorkerSession:
+    return WorkerSession(FakeSandbox(replies), "", "attention.py", "attention", API, ROOMY)
+
+
+def reply_of(*tensors: torch.Tensor) -> bytes:
+    """A call's reply as the worker frames it: `encode_outcome`, then `wire.pack`."""
+    buffers: list[bytes] = []
+    node = encode_outcome({"status": "ok", "output": tuple(tensors)}, buffers)
+    return wire.pack({"ok": True, "outcome": node}, buffers)
+
+
+def test_a_reply_at_the_bound_is_accepted_within_the_documented_cost():
+    """Four arrays of the largest size, MAX_MESSAGE in all: decoded whole, and receiving and
+    decoding it costs the grading process at most the ~420 MiB wire.py states."""
+    assert 4 * wire.MAX_ARRAY_BYTES == wire.MAX_MESSAGE
+    frame = reply_of(*(torch.full((BIGGEST,), float(i)) for i in range(4)))
+    s = roomy_session([LOADED, frame])
+    s.load()
+    tracemalloc.start()
+    try:
+        got = call(s)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    out = got["output"]
+    assert [t.shape[0] for t in out] == [BIGGEST] * 4
+    assert [t[-1].item() for t in out] == [0.0, 1.0, 2.0, 3.0]
+    assert s.malformed is None
+    assert peak <= 420 * 2**20, peak / 2**20
+
+
+def test_a_reply_beyond_the_bound_is_a_malformed_reply():
+    """One float more than the bound: refused as the README says, and the submission ends."""
+    frame = reply_of(*(torch.zeros(BIGGEST) for _ in range(4)), torch.zeros(1))
+    s = roomy_session([LOADED, frame, ({"ok": True, "outcome": outcome()}, [])])
+    s.load()
+    with pytest.raises(MalformedReply) as e:
+        call(s)
+    assert str(e.value) == f"{MALFORMED} (message larger than the size limit)"
+    with pytest.raises(MalformedReply):    # nothing more runs for this submission
+        call(s)
+
+
+@pytest.mark.parametrize("declared, message", [
+    # 4-byte header length beyond MAX_HEADER, and nothing after it: refused before reading
+    ((wire.MAX_HEADER + 1).to_bytes(4, "big"), "message header too large"),
+    # an honest header announcing one buffer, whose declared length is one byte too many
+    (wire.pack({"ok": True, "outcome": {}}, [b""])[:-8]
+     + (wire.MAX_ARRAY_BYTES + 1).to_bytes(8, "big"), "message larger than the size limit"),
+], ids=["header", "buffer"])
+def test_declared_sizes_beyond_the_bound_are_refused_unread(declared, message):
+    s = roomy_session([LOADED, declared])
+    s.load()
+    tracemalloc.start()
+    try:
+        with pytest.raises(MalformedReply, match=message):
+            call(s)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 2**20, peak     # what was declared was never allocated
