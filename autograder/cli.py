@@ -507,12 +507,35 @@ def _similarity_options(p: argparse.ArgumentParser) -> None:
                    help="at most this many pairs in similarity.json (default 1000)")
 
 
+# The engine's third-party imports and the requirement that brings each (requirements.txt).
+_REQUIREMENT_OF = {"torch": "torch", "numpy": "numpy", "scipy": "scipy", "otter": "otter-grader",
+                   "nbformat": "nbformat", "tqdm": "tqdm", "jinja2": "jinja2",
+                   "matplotlib": "matplotlib", "yaml": "PyYAML", "pandas": "pandas"}
+
+
+def missing_requirement_message(error: ModuleNotFoundError) -> str | None:
+    """One sentence for a requirement this Python lacks (a new Python, a fresh venv), or None
+    when the missing module is not one of the engine's requirements."""
+    top = (error.name or "").split(".", 1)[0]
+    if top not in _REQUIREMENT_OF:
+        return None
+    return (f"autograder: {_REQUIREMENT_OF[top]} is not installed in this Python "
+            f"({sys.version.split()[0]}, {sys.executable}): run `{Path(sys.executable).name} -m "
+            "pip install -r requirements.txt` in the bundle's folder, then try again")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
     except (AssignmentError, ValueError) as e:
         print(f"autograder: {e}", file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as e:
+        message = missing_requirement_message(e)
+        if message is None:
+            raise
+        print(message, file=sys.stderr)
         return 2
 
 
