@@ -106,7 +106,15 @@ def cmd_grade(args) -> int:
         shared_start.prepare()   # before numpy loads: no thread pool to keep the fork away
     assignment = load_assignment(args.assignment)
     limits = assignment.limits.override(parse_cli_limits(args.limit))
-    students = discover(args.paths, assignment.student_file)
+    bundle = None
+    # Folders may be repositories made from the student bundle: its own files are no "also
+    # found" note. Building it reads the question files, so not with --share-torch, whose
+    # fork server must be forked from a process that has read nothing private.
+    if not args.share_torch and any(os.path.isdir(p) for p in args.paths):
+        from .build import bundle_files
+
+        bundle = bundle_files(assignment)
+    students = discover(args.paths, assignment.student_file, bundle=bundle)
     if not students:
         print("autograder: no submissions found", file=sys.stderr)
         return 2
@@ -169,7 +177,7 @@ def cmd_grade(args) -> int:
             print()
             print(submission_text(r))
     if out:
-        flags = repository_flags(assignment, graded)
+        flags = repository_flags(assignment, graded, bundle)
         files = write_reports(out, assignment, results, flags, extra, similarity=similar)
         print(f"wrote {files['csv']}, {files['json']}, {files['html']} and "
               f"{len(results)} feedback files in {files['feedback']}")
@@ -188,16 +196,17 @@ def cmd_grade(args) -> int:
     return 0
 
 
-def repository_flags(assignment, graded) -> list[dict]:
+def repository_flags(assignment, graded, bundle=None) -> list[dict]:
     """Student repositories whose shipped files were changed (Classroom layout: a student
-    folder holding the bundle's `.github/` or `autograder/`)."""
+    folder holding the bundle's `.github/` or `autograder/`); `bundle`: the student bundle's
+    files, when already built."""
     from .build import shipped_files
     from .course.repository_flags import repository_flags as check_repo
 
     folders = [g.student.folder for g in graded]
     if not any(f is not None and _is_repository(f) for f in folders):
         return []
-    originals = shipped_files(assignment)
+    originals = shipped_files(assignment, bundle)
     flags = []
     for g in graded:
         folder = g.student.folder
@@ -498,12 +507,35 @@ def _similarity_options(p: argparse.ArgumentParser) -> None:
                    help="at most this many pairs in similarity.json (default 1000)")
 
 
+# The engine's third-party imports and the requirement that brings each (requirements.txt).
+_REQUIREMENT_OF = {"torch": "torch", "numpy": "numpy", "scipy": "scipy", "otter": "otter-grader",
+                   "nbformat": "nbformat", "tqdm": "tqdm", "jinja2": "jinja2",
+                   "matplotlib": "matplotlib", "yaml": "PyYAML", "pandas": "pandas"}
+
+
+def missing_requirement_message(error: ModuleNotFoundError) -> str | None:
+    """One sentence for a requirement this Python lacks (a new Python, a fresh venv), or None
+    when the missing module is not one of the engine's requirements."""
+    top = (error.name or "").split(".", 1)[0]
+    if top not in _REQUIREMENT_OF:
+        return None
+    return (f"autograder: {_REQUIREMENT_OF[top]} is not installed in this Python "
+            f"({sys.version.split()[0]}, {sys.executable}): run `{Path(sys.executable).name} -m "
+            "pip install -r requirements.txt` in the bundle's folder, then try again")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
     except (AssignmentError, ValueError) as e:
         print(f"autograder: {e}", file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as e:
+        message = missing_requirement_message(e)
+        if message is None:
+            raise
+        print(message, file=sys.stderr)
         return 2
 
 

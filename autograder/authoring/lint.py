@@ -39,6 +39,8 @@ TABLES: dict[str, set[str] | None] = {
     "limits": {f.name for f in fields(Limits)},
     "question": {"id", "functions", "answers"},
     "student": {"bundle_url"},
+    # Written by `autograder build` into public bundles (platforms/public_only.py).
+    "hidden_cases": {"cases", "points", "max_score", "points_by_question"},
 }
 
 

@@ -33,10 +33,11 @@ from .common import (ENGINE_DIR, GRADER_ONLY_KEYS, TORCH_CPU_INDEX, BuildError, 
 from .classroom50 import HIDDEN_WARNING, build_classroom50
 from .gradescope import SETUP_PERMISSIONS, build_gradescope
 from .otter import build_otter
-from .student import answer_files, build_student, classroom_workflow, shipped_files, write_student_bundle
+from .student import (answer_files, build_student, bundle_files, classroom_workflow,
+                      shipped_files, write_student_bundle)
 
 __all__ = [
-    "answer_files", "build_all", "build_classroom50", "HIDDEN_WARNING", "build_student", "build_gradescope", "build_otter", "shipped_files",
+    "answer_files", "build_all", "bundle_files", "build_classroom50", "HIDDEN_WARNING", "build_student", "build_gradescope", "build_otter", "shipped_files",
     "write_student_bundle", "SETUP_PERMISSIONS",
     "classroom_workflow", "BuildError", "ENGINE_DIR", "GRADER_ONLY_KEYS", "TORCH_CPU_INDEX",
     "case_visibility", "grader_only_files", "gradescope_settings", "pinned_requirements",

@@ -78,6 +78,34 @@ def strip_hidden_cases(source: str, where: str = "question file") -> str:
     return out
 
 
+def _points(dec: ast.expr, where: str) -> float:
+    """A case's `points=` (None or missing counts 0, as when grading), read without running
+    the question file: the build never executes one in the grading process."""
+    if not isinstance(dec, ast.Call):
+        return 0.0
+    values = [kw.value for kw in dec.keywords if kw.arg == "points"]
+    if len(dec.args) >= 2:   # test_case(name, points, ...)
+        values.append(dec.args[1])
+    for v in values:
+        if isinstance(v, ast.Constant) and v.value is None:
+            continue
+        if not isinstance(v, ast.Constant) or isinstance(v.value, bool) \
+                or not isinstance(v.value, (int, float)):
+            raise BuildError(f"{where}: `points=` must be a literal number")
+        return float(v.value)
+    return 0.0
+
+
+def hidden_points(source: str, where: str = "question file") -> tuple[int, float]:
+    """(how many hidden cases, their points) of a question file."""
+    count, points = 0, 0.0
+    for name, decs in _case_decorators(source):
+        if any(_hidden(d, f"{where}, {name}") for d in decs):
+            count += 1
+            points += max(_points(d, f"{where}, {name}") for d in decs)
+    return count, points
+
+
 def snapshot_keys(source: str) -> set[str] | None:
     """Keys of `snapshot("key")` calls; None when some key is not a literal (keep them all)."""
     keys: set[str] = set()
@@ -163,12 +191,61 @@ def write_assignment_folder(assignment: Assignment, dest: Path, *, hidden: bool,
         for key, path in extra.items():
             shutil.copyfile(path, ref_dir / path.name)
             values[key] = f"reference/{path.name}"
-    toml_text = (assignment.root / "assignment.toml").read_text()
-    (dest / "assignment.toml").write_text(rewrite_toml(toml_text, values))
+    toml_text = rewrite_toml((assignment.root / "assignment.toml").read_text(), values)
+    if not hidden:
+        toml_text += left_out_table(assignment)
+    (dest / "assignment.toml").write_text(toml_text)
     for rel, content in question_files(assignment, hidden=hidden).items():
         (dest / rel).parent.mkdir(parents=True, exist_ok=True)
         (dest / rel).write_bytes(content)
     return dest
+
+
+def _toml_number(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else repr(float(x))
+
+
+def left_out_table(assignment: Assignment) -> str:
+    """The `[hidden_cases]` table of a public bundle's assignment.toml: how many hidden cases
+    (and points) were cut out, and the full assignment's points, so that every platform running
+    the public cases can say these are not the grade (see `platforms/public_only.py`). Empty
+    when the assignment has no hidden case."""
+    from ..platforms.public_only import TABLE
+
+    if TABLE in assignment.config:
+        raise BuildError(f"[{TABLE}] is written by `autograder build`; remove it from "
+                         f"{assignment.root / 'assignment.toml'}")
+    by_question, cases, total = {}, 0, 0.0
+    for q in assignment.questions:
+        where = f"{assignment.name}/tests/{q.test_file.name}"
+        source = q.test_file.read_text()
+        count, points = hidden_points(source, where)
+        cases += count
+        by_question[q.id] = points
+        total += sum(max(_points(d, f"{where}, {name}") for d in decs)
+                     for name, decs in _case_decorators(source))
+    if not cases:
+        return ""
+    lines = ["", f"[{TABLE}]",
+             "# Written by `autograder build`: the hidden cases this bundle leaves out. They are",
+             "# graded later, so what this bundle grades is the public cases only.",
+             f"cases = {cases}",
+             f"points = {_toml_number(sum(by_question.values()))}",
+             f"max_score = {_toml_number(total)}", "",
+             f"[{TABLE}.points_by_question]"]
+    lines += [f"{json.dumps(qid)} = {_toml_number(p)}" for qid, p in by_question.items()]
+    return "\n".join(lines) + "\n"
+
+
+def _case_decorators(source: str) -> list[tuple[str, list[ast.expr]]]:
+    """(function name, its `@test_case` decorators) for each case of a question file."""
+    out = []
+    for node in ast.parse(source).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            decs = [d for d in node.decorator_list if _is_test_case(d)]
+            if decs:
+                out.append((node.name, decs))
+    return out
 
 
 def question_files(assignment: Assignment, *, hidden: bool) -> dict[str, bytes]:

@@ -113,6 +113,8 @@ RUN_AUTOGRADER = """\
 # leaves a valid results.json whose `output` says why; it uses only shell builtins, mkdir and mv
 # for that, so it works when Python does not.
 ROOT="${{GRADESCOPE_ROOT:-/autograder}}"
+# Relative paths are the caller's: made absolute before this changes folder (below).
+case "$ROOT" in /*) ;; *) ROOT="$PWD/$ROOT" ;; esac
 RESULTS="$ROOT/results/results.json"
 # Question ids and points, fixed when the zip was built (the fallback needs no Python).
 QUESTIONS=({questions})
@@ -137,6 +139,11 @@ fallback() {{
 }}
 
 PYTHON="${{AUTOGRADER_PYTHON:-$ROOT/venv/bin/python}}"
+case "$PYTHON" in
+  /*) ;;
+  */*) PYTHON="$PWD/$PYTHON" ;;                          # .venv/bin/python: the caller's folder
+  *) PYTHON="$(command -v "$PYTHON" || echo "$PYTHON")" ;; # python3: looked up on PATH
+esac
 if [ ! -x "$PYTHON" ]; then
   NOTE="the autograder's Python ($PYTHON) is missing: setup.sh did not finish"
   PYTHON="$(command -v python3 || true)"

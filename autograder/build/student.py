@@ -80,16 +80,23 @@ def answer_files(assignment: Assignment) -> tuple[str, str]:
     return py, Path(py).stem + ".ipynb"
 
 
-def shipped_files(assignment: Assignment) -> dict[str, bytes]:
+def bundle_files(assignment: Assignment) -> dict[str, bytes]:
+    """Every file of the student bundle, the two answer files (as handed out) included:
+    {path relative to the bundle: content}."""
+    with tempfile.TemporaryDirectory() as tmp:
+        dest = write_student_bundle(assignment, Path(tmp) / "bundle")
+        return {f.relative_to(dest).as_posix(): f.read_bytes()
+                for f in sorted(dest.rglob("*")) if f.is_file()}
+
+
+def shipped_files(assignment: Assignment, bundle: dict[str, bytes] | None = None
+                  ) -> dict[str, bytes]:
     """Every file of the student bundle that students must not change (all but the two they
     fill in): the workflow, the engine copy, the assignment folder, requirements and README.
     Class grading flags repositories where one differs, is missing, or was added beside them."""
-    with tempfile.TemporaryDirectory() as tmp:
-        dest = write_student_bundle(assignment, Path(tmp) / "bundle")
-        answers = set(answer_files(assignment))
-        return {f.relative_to(dest).as_posix(): f.read_bytes()
-                for f in sorted(dest.rglob("*"))
-                if f.is_file() and f.relative_to(dest).as_posix() not in answers}
+    answers = set(answer_files(assignment))
+    bundle = bundle_files(assignment) if bundle is None else bundle
+    return {rel: data for rel, data in bundle.items() if rel not in answers}
 
 
 def write_student_bundle(assignment: Assignment, dest: Path) -> Path:

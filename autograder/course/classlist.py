@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,17 +34,41 @@ def display(text: str) -> str:
     return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
-def choose_file(folder: Path, student_file: str) -> tuple[Path | None, list[str]]:
-    """The file to grade in a student's folder, and notes on what was passed over."""
+def choose_file(folder: Path, student_file: str, bundle: Mapping[str, bytes] | None = None
+                ) -> tuple[Path | None, list[str]]:
+    """The file to grade in a student's folder, and notes on what was passed over. `bundle`
+    ({path: content} of the student bundle the repository was made from) keeps the bundle's
+    own files out of the notes: a repository made from it holds them all (changes to them are
+    the repository flags' business), so only files the student added are worth a note."""
     pick = pick_file(folder, student_file, ambiguous="closest")
     if pick.file is None:
         return None, []
+    others = [p for p in pick.others if not _from_bundle(folder, p, bundle or {}, student_file)]
     notes = []
-    if pick.others:
-        rel = [display(str(p.relative_to(folder))) for p in pick.others[:5]]
+    if others:
+        rel = [display(str(p.relative_to(folder))) for p in others[:5]]
         notes.append(f"graded {display(str(pick.file.relative_to(folder)))}; also found "
-                     f"{', '.join(rel)}{' ...' if len(pick.others) > 5 else ''}, not graded")
+                     f"{', '.join(rel)}{' ...' if len(others) > 5 else ''}, not graded")
     return pick.file, notes
+
+
+def _from_bundle(folder: Path, path: Path, bundle: Mapping[str, bytes], student_file: str
+                 ) -> bool:
+    """Whether `path` is one of the bundle's files: any shipped path, or an answer file (the
+    `.py`, the notebook) still as handed out. An answer file the student changed is not: work
+    in the file that was not graded deserves its note."""
+    rel = path.relative_to(folder).as_posix()
+    if rel not in bundle:
+        return False
+    if rel not in (student_file, Path(student_file).stem + ".ipynb"):
+        return True
+    try:   # a link or a FIFO in its place is not the handed-out file (and is never read)
+        st = os.lstat(path)
+        if not stat.S_ISREG(st.st_mode) or st.st_size != len(bundle[rel]):
+            return False
+        return path.read_bytes() == bundle[rel]
+    except OSError:
+        return False
 
 
 def _gradescope_names(folder: Path) -> dict[str, str]:
@@ -63,9 +88,11 @@ def _gradescope_names(folder: Path) -> dict[str, str]:
     return names
 
 
-def discover(paths: list[str], student_file: str) -> list[Student]:
+def discover(paths: list[str], student_file: str, *,
+             bundle: Mapping[str, bytes] | None = None) -> list[Student]:
     """One entry per student. Nothing here follows a link inside a class folder: a student's
-    folder or file that is a link gets a row saying so (see student_files)."""
+    folder or file that is a link gets a row saying so (see student_files). `bundle`: the
+    student bundle's files, left out of the "also found" notes (see `choose_file`)."""
     students: list[Student] = []
     for raw in paths:
         path = Path(raw)
@@ -82,7 +109,7 @@ def discover(paths: list[str], student_file: str) -> list[Student]:
             names = _gradescope_names(path)
             for sub in sorted(p for p in path.iterdir() if _is_folder(p)):
                 students.append(_from_folder(sub, names.get(sub.name, display(sub.name)),
-                                             student_file))
+                                             student_file, bundle))
         else:
             entries = sorted(path.iterdir())
             subdirs = [p for p in entries if p.name not in SKIP_DIRS
@@ -92,7 +119,7 @@ def discover(paths: list[str], student_file: str) -> list[Student]:
             for f in loose:
                 students.append(Student(display(f.stem), None, f))
             for d in subdirs:
-                students.append(_from_folder(d, display(d.name), student_file))
+                students.append(_from_folder(d, display(d.name), student_file, bundle))
     _unique_names(students)
     return students
 
@@ -109,11 +136,12 @@ LINKED_FOLDER = ("the student's folder is a symbolic link, not a folder; nothing
                  "graded (links are not followed)")
 
 
-def _from_folder(folder: Path, name: str, student_file: str) -> Student:
+def _from_folder(folder: Path, name: str, student_file: str,
+                 bundle: Mapping[str, bytes] | None = None) -> Student:
     if is_link(folder):
         # Its files may be anyone's (the reference, another student's): nothing is graded.
         return Student(name, None, None, problem=LINKED_FOLDER)
-    chosen, notes = choose_file(folder, student_file)
+    chosen, notes = choose_file(folder, student_file, bundle)
     if chosen is None:
         return Student(name, folder, None,
                        problem=f"no {student_file} or notebook found in the folder")

@@ -40,13 +40,14 @@ def _write_atomic(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def feedback_markdown(result: SubmissionResult, title: str) -> str:
+def feedback_markdown(result: SubmissionResult, title: str, *, total_label: str = "Total"
+                      ) -> str:
     """A student's feedback file. Text from the student (their name, messages quoting their
     code or exceptions, file names in notes) is escaped: it shows as written and cannot add
     headings, totals, links or HTML. The content comes from the one case renderer."""
     md = markdown_inline
     lines = [f"# {title}: feedback for {md(result.student or result.path)}", "",
-             f"**Total: {result.score:g} / {result.max_score:g}**", ""]
+             f"**{total_label}: {result.score:g} / {result.max_score:g}**", ""]
     if result.error:
         lines += [f"> {md(result.error)}", ""]
     for note in result.notes:

@@ -39,6 +39,7 @@ from ..assignment import Assignment, load_assignment
 from .checkout import grade_or_why_not
 from .github_classroom import encode_result, runner_json, step_id
 from .outputs import append_line_file
+from .public_only import LeftOut, graded_later, left_out, points_heading
 from ..project import TORCH_CPU_INDEX, torch_requirement
 from ..results import SubmissionResult
 from ..safetext import markdown_inline
@@ -52,6 +53,10 @@ WORKFLOW_PATH = f"{WORKFLOW_DIR}/classroom.yml"
 # variables out).
 ISOLATED_MAIN = ("import sys; sys.path.insert(0, sys.argv.pop(1)); "
                  "from autograder.platforms.actions import main; sys.exit(main())")
+
+# The majors Classroom 50's own autograde runner uses (foundation50/classroom50).
+CHECKOUT = "actions/checkout@v7"
+SETUP_PYTHON = "actions/setup-python@v7"
 
 VENV_PATH = "~/.grader-venv"          # for actions/cache, which expands `~`
 VENV = '"$HOME/.grader-venv"'         # for the shell
@@ -80,8 +85,8 @@ def workflow(assignment: Assignment, *, assignment_dir: str, install: list[str])
         f'cp -R autograder "{top}" "$GRADER/"',
         f"{python} -I -c '{ISOLATED_MAIN}' \"$GRADER\" -a \"$GRADER/{assignment_dir}\" ."])
     steps: list[dict] = [
-        {"name": "Check out", "uses": "actions/checkout@v4"},
-        {"name": "Set up Python", "id": "python", "uses": "actions/setup-python@v5",
+        {"name": "Check out", "uses": CHECKOUT},
+        {"name": "Set up Python", "id": "python", "uses": SETUP_PYTHON,
          "with": {"python-version": "3.11", "cache": "pip",
                   "cache-dependency-path": "requirements.txt"}},
         {"name": "Restore the grader's environment", "uses": "actions/cache@v4",
@@ -142,13 +147,18 @@ def write_outputs(path: Path, values: dict[str, str]) -> None:
     append_line_file(path, "".join(lines))
 
 
-def summary_markdown(result: SubmissionResult, title: str) -> str:
-    """The run's summary: points per question and, for each that lost points, what is wrong."""
+def summary_markdown(result: SubmissionResult, title: str, left: LeftOut | None = None) -> str:
+    """The run's summary: points per question and, for each that lost points, what is wrong.
+    From a public bundle (`left`: its hidden cases) it says these are the public cases and
+    what is graded later."""
     from ..render import render_question
 
     md = markdown_inline
-    lines = [f"### {md(title)}: {result.score:g} / {result.max_score:g} points", "",
-             "| Question | Points | Status | What is wrong |", "|---|---|---|---|"]
+    lines = [f"### {points_heading(md(title), result.score, result.max_score, left)}", ""]
+    if left:
+        lines += [f"**{graded_later(left)}**", ""]
+    lines += ["| Question | Points | Status | What is wrong |", "|---|---|---|---|"]
+    nothing_wrong = "all public cases pass" if left else "✅"
     for qid, q in result.questions.items():
         view = render_question(q, public_only=True)
         problems = []
@@ -162,17 +172,19 @@ def summary_markdown(result: SubmissionResult, title: str) -> str:
                 problems.append(text)
         problems += [md(n) for n in view.notes]
         lines.append(f"| {md(qid)} | {view.score:g} / {view.max_score:g} | {view.status} | "
-                     f"{'<br>'.join(problems) or '✅'} |")
+                     f"{'<br>'.join(problems) or nothing_wrong} |")
     return "\n".join(lines) + "\n\n"
 
 
-def log_feedback(result: SubmissionResult, title: str) -> None:
+def log_feedback(result: SubmissionResult, title: str, left: LeftOut | None = None) -> None:
     """The feedback in the log, with workflow commands switched off around it."""
     from ..feedback import submission_text
 
     token = secrets.token_hex(16)
     print(f"::stop-commands::{token}")
-    print(f"{title}: {result.score:g}/{result.max_score:g} points")
+    print(points_heading(title, result.score, result.max_score, left))
+    if left:
+        print(graded_later(left))
     print(submission_text(result))
     print(f"::{token}::", flush=True)
 
@@ -196,10 +208,11 @@ def main(argv: list[str] | None = None) -> int:
     if os.environ.get("GITHUB_OUTPUT"):
         write_outputs(Path(os.environ["GITHUB_OUTPUT"]),
                       outputs(result, Path(result.path or assignment.student_file).name))
+    left = left_out(assignment)
     if os.environ.get("GITHUB_STEP_SUMMARY"):
         append_line_file(Path(os.environ["GITHUB_STEP_SUMMARY"]),
-                         summary_markdown(result, assignment.title))
-    log_feedback(result, assignment.title)
+                         summary_markdown(result, assignment.title, left))
+    log_feedback(result, assignment.title, left)
     full = all(q.status == QuestionStatus.PASSED for q in result.questions.values())
     return 0 if full else 1
 

@@ -29,9 +29,10 @@ import os
 import sys
 from pathlib import Path
 
-from ..assignment import Assignment, load_assignment
+from ..assignment import Assignment, AssignmentError, load_assignment
 from .checkout import grade_or_why_not
 from .outputs import replace_file
+from .public_only import LeftOut, graded_later, left_out, points_heading, row_name
 from ..results import SubmissionResult
 from ..status import QuestionStatus
 
@@ -87,8 +88,11 @@ def identity(checkout: Path) -> dict:
     }
 
 
-def result_document(result: SubmissionResult, ident: dict) -> dict:
-    """`result.json` for one graded submission: one row per question, whole points."""
+def result_document(result: SubmissionResult, ident: dict, left: LeftOut | None = None
+                    ) -> dict:
+    """`result.json` for one graded submission: one row per question, whole points. From a
+    public folder (`left`: the hidden cases it lacks) each row's name says it is the public
+    cases, and what is graded later."""
     from .gradescope import question_output
     from ..results import results_json
 
@@ -96,7 +100,8 @@ def result_document(result: SubmissionResult, ident: dict) -> dict:
     tests = []
     for qid, q in result.questions.items():
         score, top = whole_points(q.score, q.max_score)
-        tests.append({"test-name": qid, "passed": q.status == QuestionStatus.PASSED,
+        tests.append({"test-name": row_name(qid, left),
+                      "passed": q.status == QuestionStatus.PASSED,
                       "score": score, "max-score": top, "status": str(q.status),
                       "output": question_output(as_json[qid], qid=qid)})
     doc = dict(ident)
@@ -106,15 +111,20 @@ def result_document(result: SubmissionResult, ident: dict) -> dict:
     return doc
 
 
-def release_body(result: SubmissionResult, doc: dict, title: str) -> str:
-    """The Release's Markdown: the points, then the per-question feedback (escaped)."""
+def release_body(result: SubmissionResult, doc: dict, title: str,
+                 left: LeftOut | None = None) -> str:
+    """The Release's Markdown: the points, then the per-question feedback (escaped). From a
+    public folder it says the points are the public cases' and what is graded later."""
     from ..course.report import feedback_markdown
 
-    head = [f"### {title}: {doc['score']} / {doc['max-score']} points", "",
-            "| Question | Points | Status |", "|---|---|---|"]
-    for t in doc["tests"]:
-        head.append(f"| {t['test-name']} | {t['score']} / {t['max-score']} | {t['status']} |")
-    body = feedback_markdown(result, title)
+    head = [f"### {points_heading(title, doc['score'], doc['max-score'], left)}", ""]
+    if left:
+        head += [f"**{graded_later(left)}**", ""]
+    head += ["| Question | Points | Status |", "|---|---|---|"]
+    for qid, t in zip(result.questions, doc["tests"]):
+        head.append(f"| {qid} | {t['score']} / {t['max-score']} | {t['status']} |")
+    body = feedback_markdown(result, title,
+                             total_label="Public cases" if left else "Total")
     # The feedback file's own title line names the file; the table above already says it.
     body = body.split("\n", 1)[1] if body.startswith("# ") else body
     return "\n".join(head) + "\n" + body.rstrip("\n") + "\n"
@@ -131,20 +141,31 @@ def main(argv: list[str] | None = None) -> int:
 
     protect_this_process()   # before anything of the assignment is read
     checkout = Path(args.checkout).resolve()
-    assignment = load_assignment(Path(args.assignment).resolve())
+    if not checkout.is_dir():
+        print(f"autograder: the checkout {args.checkout!r} is not a folder; nothing written",
+              file=sys.stderr)
+        return 2
+    try:
+        assignment = load_assignment(Path(args.assignment).resolve())
+    except AssignmentError as e:
+        print(f"autograder: {e}; nothing written", file=sys.stderr)
+        return 2
     result, why_not = grade_or_why_not(assignment, checkout, sandbox=args.sandbox)
     if result is None:
         print(f"autograder: {why_not}; nothing written", file=sys.stderr)
         return 3
-    doc = result_document(result, identity(checkout))
+    left = left_out(assignment)
+    doc = result_document(result, identity(checkout), left)
     # The checkout is the student's: either name may be a committed link (see outputs).
     replace_file(checkout, RESULT_FILE, (json.dumps(doc, indent=2) + "\n").encode())
     replace_file(checkout, RELEASE_BODY_FILE,
-                 release_body(result, doc, assignment.title).encode("utf-8"))
+                 release_body(result, doc, assignment.title, left).encode("utf-8"))
     cases = "every case" if _has_hidden(assignment) else "public cases only"
     print(f"{assignment.title}: {doc['score']}/{doc['max-score']} points ({cases})")
-    for t in doc["tests"]:
-        print(f"  {t['test-name']:<14} {t['score']}/{t['max-score']}  {t['status']}")
+    if left:
+        print(graded_later(left))
+    for qid, t in zip(result.questions, doc["tests"]):
+        print(f"  {qid:<14} {t['score']}/{t['max-score']}  {t['status']}")
     return 0
 
 

@@ -29,7 +29,9 @@ import tempfile
 ASSIGNMENT_DIR = "{{ASSIGNMENT_DIR}}"
 TORCH_INDEX = "{{TORCH_INDEX}}"
 HERE = os.path.dirname(os.path.abspath(__file__))
-BUNDLE = os.environ.get("CLASSROOM50_BUNDLE_DIR") or HERE
+# Relative to the runner's working directory (the student's checkout), as a shell reads it:
+# made absolute before any Python is started in another folder.
+BUNDLE = os.path.abspath(os.environ.get("CLASSROOM50_BUNDLE_DIR") or HERE)
 
 # Run inside the candidate Python: prints the requirements it does not satisfy, as JSON.
 CHECK = r"""
@@ -144,12 +146,31 @@ def install(python, missing):
     return new
 
 
+def bundle_problem():
+    """Why BUNDLE is not this grader's folder (None when it is)."""
+    wanted = ["requirements.txt", os.path.join("autograder", "platforms", "classroom50.py"),
+              os.path.join(ASSIGNMENT_DIR, "assignment.toml")]
+    missing = [w for w in wanted if not os.path.isfile(os.path.join(BUNDLE, w))]
+    if not missing:
+        return None
+    given = os.environ.get("CLASSROOM50_BUNDLE_DIR")
+    where = "CLASSROOM50_BUNDLE_DIR=%s (%s)" % (given, BUNDLE) if given else BUNDLE
+    return ("%s is not the grader's folder: it has no %s. Point CLASSROOM50_BUNDLE_DIR at the "
+            "folder holding this autograder.py, or leave it unset" % (where, missing[0]))
+
+
 def main():
+    problem = bundle_problem()
+    if problem:
+        say(problem)
+        return 2
     python = find_python()
     if python is None:
         say("the grader needs Python 3.11 or newer, and none was found (this is "
-            "Python %d.%d); add actions/setup-python with python-version 3.11 to the workflow"
-            % sys.version_info[:2])
+            "Python %d.%d): in Classroom 50, set the assignment's runtime Python in its "
+            "assignments.json entry (\"runtime\": {\"python\": \"3.13\"}; the runner's "
+            "default is 3.14); in a workflow of your own, use actions/setup-python with "
+            "python-version 3.11 or newer" % sys.version_info[:2])
         return 2
     reqs = requirements()
     missing = missing_in(python, reqs)

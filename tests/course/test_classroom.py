@@ -26,3 +26,30 @@ def test_report_flags_a_repository_whose_workflow_changed(assignment, tmp_path):
     flagged = {f["student"] for f in data.get("flags", [])}
     assert flagged == {"tamperer"}
     assert "Repositories to check" in (out / "report.html").read_text()
+
+
+def test_only_files_the_student_added_are_noted_as_not_graded(assignment, tmp_path):
+    """Repositories made from the student bundle hold the engine, the assignment folder, the
+    notebook...: none of those is an "also found, not graded" note. A file the student added,
+    or the notebook they worked in beside the graded .py, still is."""
+    from autograder.build import bundle_files
+
+    cls = tmp_path / "class"
+    for name in ("plain", "extra", "notebook"):
+        repo = cls / name
+        for rel, content in bundle_files(assignment).items():
+            (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+            (repo / rel).write_bytes(content)
+        shutil.copy(SUBMISSIONS / "correct" / "einsum_style.py", repo / "attention.py")
+    (cls / "extra" / "scratch.py").write_text("x = 1\n")
+    nb = cls / "notebook" / "attention.ipynb"
+    nb.write_text(nb.read_text().replace("grader.check", "grader.check", 1) + "\n")
+    out = tmp_path / "grades.json"
+    r = cli_in_process("grade", "-a", "attention", str(cls), "--json", str(out))
+    assert r.returncode == 0, r.stderr
+    notes = {s["student"]: s.get("notes", []) for s in json.loads(out.read_text())["submissions"]}
+    assert not [n for n in notes["plain"] if "not graded" in n], notes["plain"]
+    assert [n for n in notes["extra"] if "not graded" in n] == \
+        ["graded attention.py; also found scratch.py, not graded"]
+    assert [n for n in notes["notebook"] if "not graded" in n] == \
+        ["graded attention.py; also found attention.ipynb, not graded"]

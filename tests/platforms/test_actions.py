@@ -109,6 +109,32 @@ def test_correct_submission_passes(repo, tmp_path):
     assert values["score"] == values["max-score"]
 
 
+def test_public_points_say_they_are_not_the_grade(repo, tmp_path):
+    """A correct file scores every public point: the step summary and the log say these are
+    the public cases and how many points the hidden ones (graded later) are worth, with the
+    full total, as `autograder grade` on every case counts them; no green mark says "done"."""
+    sub = SUBMISSIONS / "correct" / "einsum_style.py"
+    r, values, summary = run_grade_step(repo, tmp_path, sub)
+    out = tmp_path / "full.json"
+    assert cli_in_process("grade", "-a", "attention", str(sub), "--json",
+                          str(out)).returncode == 0
+    full = json.loads(out.read_text())["submissions"][0]
+    public = float(values["max-score"])
+    later = (f"worth {full['max_score'] - public:g} more points (out of "
+             f"{full['max_score']:g} in all), are graded later")
+    heading = f"{public:g} / {public:g} points on the public cases"
+    assert summary.splitlines()[0].endswith(heading) and later in summary
+    assert "✅" not in summary and "all public cases pass" in summary
+    log = r.stdout.split("::stop-commands::", 1)[1]
+    assert heading in log and later in log
+
+
+def test_workflow_uses_the_actions_majors_classroom50_uses(assignment):
+    wf = yaml.safe_load(workflow_yaml(assignment, assignment_dir="assignments/attention"))
+    uses = [s["uses"] for s in wf["jobs"]["grade"]["steps"] if "uses" in s]
+    assert "actions/checkout@v7" in uses and "actions/setup-python@v7" in uses
+
+
 # Modules a student could commit at the top of the repository, named like modules the grading
 # step imports (the standard library's, the engine's dependencies', start-up hooks): each
 # would forge a full score if imported, and leaves a mark.

@@ -57,9 +57,16 @@ ENV = {"CLASSROOM": "tfm-2026", "ASSIGNMENT": "attention", "SUBMISSION_TAG":
        "OWNER": "student1", "ASSIGNMENT_TYPE": "individual"}
 
 
-def check_result(doc: dict) -> None:
+def check_result(doc: dict, *, public: bool = True) -> None:
+    """Schema-valid, one row per question; from the public folder each row's name says it is
+    the public cases (and, where a question has hidden cases, that they are graded later)."""
     jsonschema.validate(doc, RESULT_V1)
-    assert [t["test-name"] for t in doc["tests"]] == QUESTIONS
+    names = [t["test-name"] for t in doc["tests"]]
+    if public:
+        assert [n.split(" (public cases", 1)[0] for n in names] == QUESTIONS, names
+        assert all("(public cases" in n for n in names)
+    else:
+        assert names == QUESTIONS
     for t in doc["tests"]:
         assert t["score"] <= t["max-score"]
         assert t["passed"] == (t["score"] == t["max-score"] and t["status"] == "passed")
@@ -122,9 +129,57 @@ def test_correct_submission_gets_every_point(bundle, tmp_path):
     assert f"{doc['score']} / {doc['max-score']} points" in body
 
 
+def test_public_points_say_they_are_not_the_grade(bundle, tmp_path):
+    """13 / 13 from the public folder is the public cases' points: the Release, result.json's
+    rows and the terminal say so, with the hidden cases' points (22) and the full total (35)
+    recorded at build time, as `autograder grade` on every case counts them."""
+    doc, body, stdout = graded(bundle, tmp_path, SUBMISSIONS / "correct" / "einsum_style.py")
+    out = tmp_path / "full.json"
+    assert run_cli("grade", "-a", NAME, str(SUBMISSIONS / "correct" / "einsum_style.py"),
+                   "--json", str(out)).returncode == 0
+    full = json.loads(out.read_text())["submissions"][0]
+    hidden = full["max_score"] - doc["max-score"]
+    assert hidden > 0
+    later = (f"worth {hidden:g} more points (out of {full['max_score']:g} in all), "
+             "are graded later")
+    first = body.splitlines()[0]
+    assert first.endswith(f"{doc['score']} / {doc['max-score']} points on the public cases")
+    assert later in body and later in stdout
+    assert f"**Total:" not in body and f"**Public cases: {doc['score']} / " in body
+    rows = {t["test-name"].split(" ", 1)[0]: t["test-name"] for t in doc["tests"]}
+    for qid, q in full["questions"].items():
+        row = next(t for t in doc["tests"] if t["test-name"] == rows[qid])
+        extra = q["max_score"] - row["max-score"]
+        assert rows[qid] == (f"{qid} (public cases; {extra:g} more points in hidden cases, "
+                             "graded later)" if extra else f"{qid} (public cases)")
+
+
+def test_relative_bundle_folder_is_the_callers(bundle, tmp_path):
+    """The README's try-it command, with the bundle folder given relative to the checkout,
+    grades with the bundle's own engine; a folder that is not the bundle gets one line."""
+    repo = checkout(tmp_path, SUBMISSIONS / "wrong" / "mask_ignored.py")
+    runtime = tmp_path / "dist" / "attention-classroom50"
+    shutil.copytree(bundle, runtime)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    rel = os.path.relpath(runtime, repo)
+    env.update(ENV, CLASSROOM50_BUNDLE_DIR=rel, CLASSROOM50_NO_INSTALL="1")
+    r = subprocess.run([sys.executable, os.path.join(rel, "autograder.py")], cwd=repo, env=env,
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    check_result(json.loads((repo / "result.json").read_text()))
+    for bad in ("nowhere", str(tmp_path)):
+        env["CLASSROOM50_BUNDLE_DIR"] = bad
+        r = subprocess.run([sys.executable, str(runtime / "autograder.py")], cwd=repo, env=env,
+                           capture_output=True, text=True, timeout=600)
+        assert r.returncode == 2
+        lines = (r.stdout + r.stderr).strip().splitlines()
+        assert len(lines) == 1 and "Traceback" not in lines[0], lines
+        assert f"CLASSROOM50_BUNDLE_DIR={bad}" in lines[0] and "not the grader's folder" in lines[0]
+
+
 def test_wrong_submission_gets_partial_credit_and_feedback(bundle, tmp_path):
     doc, body, _ = graded(bundle, tmp_path, SUBMISSIONS / "wrong" / "mask_ignored.py")
-    rows = {t["test-name"]: t for t in doc["tests"]}
+    rows = {t["test-name"].split(" ", 1)[0]: t for t in doc["tests"]}
     assert 0 < doc["score"] < doc["max-score"]
     assert 0 < rows["mask"]["score"] < rows["mask"]["max-score"]
     assert "blocked positions" in rows["mask"]["output"] and "blocked positions" in body
@@ -244,7 +299,8 @@ def test_public_folder_has_no_hidden_case_unless_asked(bundle, tmp_path):
     r = run_autograder(full, repo)
     assert r.returncode == 0, r.stdout + r.stderr
     doc = json.loads((repo / "result.json").read_text())
-    check_result(doc)
+    check_result(doc, public=False)
+    assert "public cases" not in (repo / "release-body.md").read_text()   # every case is here
     public, _, _ = graded(bundle, tmp_path / "public", SUBMISSIONS / "wrong" / "mask_ignored.py")
     assert doc["max-score"] > public["max-score"]
     assert "likely mistake: the mask is never applied" in (repo / "release-body.md").read_text()

@@ -187,3 +187,34 @@ def test_conversion_fault_still_writes_results(tmp_path, monkeypatch):
         subprocess.CompletedProcess(cmd, 0, "", ""))[1])
     results = gradescope.run(root, NAME)
     _assert_fallback(results, "failed while grading", "not of your code")
+
+
+def test_relative_python_and_root_are_the_callers(tmp_path, zip_path):
+    """The README's try-it command with relative paths, run from the folder holding them:
+    run_autograder changes folder before grading, so both are resolved against the caller's
+    folder first (the relative python used to end in 'exit status 127')."""
+    root = _layout(tmp_path, zip_path)
+    venv_bin = tmp_path / ".venv" / "bin"
+    venv_bin.mkdir(parents=True)
+    (venv_bin / "python").write_text(_wrapper(""))
+    (venv_bin / "python").chmod(0o755)
+    env = {"PATH": str(_tools(tmp_path / "bin")), "HOME": str(tmp_path),
+           "GRADESCOPE_ROOT": root.name, "AUTOGRADER_PYTHON": ".venv/bin/python"}
+    r = subprocess.run(["/bin/bash", f"{root.name}/source/run_autograder"], cwd=tmp_path,
+                       env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    results = json.loads((root / "results" / "results.json").read_text())
+    _assert_valid(results)
+    assert results["score"] == MAX_SCORE, results["output"]
+    assert "is missing" not in r.stderr
+
+
+def test_a_python_named_without_a_folder_is_looked_up_on_path(tmp_path, zip_path):
+    """`AUTOGRADER_PYTHON=python3` (the README's other form) is found on PATH, with no note
+    that the autograder's Python is missing."""
+    root = _layout(tmp_path, zip_path)
+    path = _tools(tmp_path / "bin", python3=_wrapper(""))
+    results, stderr = _run(root, path, python="python3")
+    _assert_valid(results)
+    assert results["score"] == MAX_SCORE
+    assert "is missing" not in stderr

@@ -1,0 +1,62 @@
+"""What a public bundle is: the public cases only, its hidden ones graded later.
+
+The student bundle and the default Classroom 50 folder carry the public cases only (the folder
+is publicly downloadable). `autograder build` then records in the bundle's assignment.toml,
+as `[hidden_cases]`, what it cut out: how many hidden cases, their points (per question too)
+and the full assignment's points, which the bundle alone can no longer compute. Every surface
+that shows points from such a bundle (Classroom 50's Release and result.json, the Actions step
+summary and log, their terminal lines) says, with these figures, that the points are the
+public cases' and that the hidden cases are graded later, so that "13 / 13" never reads as a
+grade out of 35.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..assignment import Assignment
+
+TABLE = "hidden_cases"
+
+
+@dataclass(frozen=True)
+class LeftOut:
+    """The hidden cases a public bundle leaves out."""
+    cases: int
+    points: float
+    max_score: float                  # the full assignment's points, hidden cases included
+    by_question: dict[str, float]     # hidden points per question id
+
+
+def left_out(assignment: Assignment) -> LeftOut | None:
+    """What the bundle this assignment comes from left out; None for a full assignment (the
+    instructor's, a grader's bundle) or one with no hidden case."""
+    table = assignment.config.get(TABLE)
+    if not isinstance(table, dict) or not table.get("cases"):
+        return None
+    by_question = table.get("points_by_question") or {}
+    return LeftOut(int(table["cases"]), float(table.get("points", 0)),
+                   float(table.get("max_score", 0)),
+                   {str(k): float(v) for k, v in by_question.items()})
+
+
+def points_heading(title: str, score: float, max_score: float, left: LeftOut | None) -> str:
+    """`Title: 13 / 13 points`, and for a public bundle `... on the public cases`."""
+    text = f"{title}: {score:g} / {max_score:g} points"
+    return text + " on the public cases" if left else text
+
+
+def graded_later(left: LeftOut) -> str:
+    """The sentence saying what is still to come, with its points."""
+    return (f"These are the public cases only. {left.cases} hidden cases, worth "
+            f"{left.points:g} more points (out of {left.max_score:g} in all), are graded later: "
+            "the points here are feedback, not your grade.")
+
+
+def row_name(qid: str, left: LeftOut | None) -> str:
+    """A question's name in a public bundle's per-question rows (Classroom 50's test-name)."""
+    if left is None:
+        return qid
+    extra = left.by_question.get(qid, 0.0)
+    if not extra:
+        return f"{qid} (public cases)"
+    return f"{qid} (public cases; {extra:g} more points in hidden cases, graded later)"
