@@ -65,7 +65,9 @@ if _root is None and "get_ipython" in globals():   # in Jupyter or Colab (not wh
         raise RuntimeError("The checks need the files of {zip_name}, which are not in "
                            + str(_here) + ": upload {zip_name} next to this notebook (or "
                            "set BUNDLE_URL), then run this cell again.")
-    zipfile.ZipFile(_here / _zip).extractall(_here / _zip[:-4])
+    with zipfile.ZipFile(_here / _zip) as _z:   # it holds the folder {folder}/
+        _whole = all(n.startswith(_zip[:-4] + "/") for n in _z.namelist())   # else an old zip
+        _z.extractall(_here if _whole else _here / _zip[:-4])
     _root = _here / _zip[:-4]
 if _root is not None:
     sys.path.insert(0, str(_root))
@@ -83,7 +85,8 @@ def setup_cell(assignment: Assignment) -> str:
     the checks work wherever the notebook was opened, and makes `grader`."""
     url = assignment.config.get("student", {}).get("bundle_url") or None
     return SETUP_CELL.format(url=url, tests=student_tests_dir(assignment),
-                             zip_name=f"{assignment.name}-student.zip")
+                             zip_name=f"{assignment.name}-student.zip",
+                             folder=f"{assignment.name}-student")
 
 
 def notebook_path(assignment: Assignment) -> Path:
