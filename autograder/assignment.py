@@ -122,8 +122,9 @@ def parse_answers(source: str) -> list[str]:
 
 
 # What `-a` takes, said once for every command that has it (autograder/arguments.py).
-ASSIGNMENT_ARGUMENT_HELP = ("the assignment: a folder holding assignment.toml (a path), or the name "
-                            "of one under assignments/ of the project or of the current folder")
+ASSIGNMENT_ARGUMENT_HELP = ("the assignment: a folder holding assignment.toml (a path), or the "
+                            "name of one under assignments/ of the project or of the current "
+                            "folder")
 
 
 def assignment_places(name_or_path: str | Path) -> list[Path]:

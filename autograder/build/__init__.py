@@ -27,7 +27,8 @@ from pathlib import Path
 
 from ..assignment import Assignment
 from .common import (ENGINE_DIR, GRADER_ONLY_KEYS, GRADER_ONLY_TABLES, TORCH_CPU_INDEX,
-                     BuildError, case_visibility, drop_toml_tables, grader_only_files, gradescope_settings, pinned_requirements,
+                     BuildError, case_visibility, drop_toml_tables, grader_only_files,
+                     gradescope_settings, pinned_requirements,
                      question_files, rewrite_toml, snapshot_keys,
                      strip_hidden_cases, write_assignment_folder, write_engine, zip_folder)
 from .classroom50 import HIDDEN_WARNING, build_classroom50
