@@ -5,8 +5,8 @@ The student-facing API (function names and parameters) is read from the student 
 *answers*: top-level `NAME = None` lines of the template, variables a student sets to answer a
 knowledge-check question (a question lists them under `answers` in `assignment.toml`).
 
-An assignment is found by name (a folder of the project's `assignments/`) or by the path of any
-folder holding an `assignment.toml`.
+An assignment is found by the path of any folder holding an `assignment.toml`, else by name: a
+folder of the project's `assignments/`, else of the current folder's (`assignment_places`).
 """
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from pathlib import Path
 from types import ModuleType
 
 from .project import ASSIGNMENTS_DIR
+from .safetext import shown_path
 from .sandbox.limits import Limits
 
 
@@ -120,18 +121,39 @@ def parse_answers(source: str) -> list[str]:
     return names
 
 
-def find_assignment_root(name_or_path: str | Path) -> Path:
+# What `-a` takes, said once for every command that has it (autograder/arguments.py).
+ASSIGNMENT_ARGUMENT_HELP = ("the assignment: a folder holding assignment.toml (a path), or the "
+                            "name of one under assignments/ of the project or of the current "
+                            "folder")
+
+
+def assignment_places(name_or_path: str | Path) -> list[Path]:
+    """Where `-a NAME_OR_PATH` is looked for, in order: the folder it names (or the folder of
+    the assignment.toml it names), then `assignments/NAME` of the project, then of the current
+    folder."""
     p = Path(name_or_path).expanduser()
-    if p.name == "assignment.toml" and p.is_file():
+    if p.name == "assignment.toml":
         p = p.parent
-    if (p / "assignment.toml").is_file():
-        return p.resolve()
-    candidate = ASSIGNMENTS_DIR / str(name_or_path)
-    if (candidate / "assignment.toml").is_file():
-        return candidate
-    known = sorted(d.name for d in ASSIGNMENTS_DIR.iterdir() if (d / "assignment.toml").is_file()) \
-        if ASSIGNMENTS_DIR.is_dir() else []
-    raise AssignmentError(f"no assignment {str(name_or_path)!r}; known: {', '.join(known) or 'none'}")
+    places = [p, ASSIGNMENTS_DIR / str(name_or_path), Path("assignments") / str(name_or_path)]
+    unique: list[Path] = []
+    for place in places:
+        if place.resolve() not in [u.resolve() for u in unique]:
+            unique.append(place)
+    return unique
+
+
+def find_assignment_root(name_or_path: str | Path) -> Path:
+    """The folder of the assignment `-a` names (see `assignment_places`), resolved."""
+    places = assignment_places(name_or_path)
+    for place in places:
+        if (place / "assignment.toml").is_file():
+            return place.resolve()
+    known = sorted({d.name for folder in (ASSIGNMENTS_DIR, Path("assignments"))
+                    if folder.is_dir() for d in folder.iterdir()
+                    if (d / "assignment.toml").is_file()})
+    looked = ", ".join(shown_path(place / "assignment.toml") for place in places)
+    raise AssignmentError(f"no assignment {str(name_or_path)!r} (looked for {looked}); known: "
+                          f"{', '.join(known) or 'none'}")
 
 
 @functools.lru_cache(maxsize=None)

@@ -2,6 +2,7 @@
 each, so the build, the result cache and the workflows cannot disagree."""
 from __future__ import annotations
 
+import hashlib
 import re
 import tomllib
 from pathlib import Path
@@ -21,6 +22,23 @@ def engine_files(engine_dir: Path | None = None) -> list[Path]:
     return sorted(p for p in root.rglob("*") if p.is_file()
                   and "__pycache__" not in p.relative_to(root).parts
                   and p.suffix not in (".pyc", ".pyo"))
+
+
+def hash_engine(h, engine_dir: Path | None = None) -> None:
+    """Feed `h` (a hashlib object) every engine file, each named by its path in the package
+    (a moved module changes the hash as an edited one does)."""
+    root = engine_dir or ENGINE_DIR
+    for p in engine_files(root):
+        h.update(p.relative_to(root).as_posix().encode())
+        h.update(p.read_bytes())
+
+
+def engine_version(engine_dir: Path | None = None) -> str:
+    """A short hash of the engine's files, the part of the result cache's key that is the
+    engine: the same for two copies of one engine (a bundle's and the instructor's)."""
+    h = hashlib.sha256()
+    hash_engine(h, engine_dir)
+    return h.hexdigest()[:12]
 
 
 def normalize(name: str) -> str:

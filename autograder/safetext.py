@@ -7,7 +7,9 @@ add a row to a table, a heading or a total to a feedback file, or a formula to a
 """
 from __future__ import annotations
 
+import os
 import re
+from pathlib import Path
 
 # C0 controls, DEL and C1 controls; plus the Unicode line and paragraph separators, which some
 # terminals and Markdown renderers also break lines at.
@@ -26,6 +28,18 @@ def _escape_control(match: re.Match) -> str:
 def visible(text: object) -> str:
     """`text` on one line with every control character shown as an escape (ESC -> \\x1b)."""
     return _CONTROL.sub(_escape_control, str(text))
+
+
+def shown_path(path: object) -> str:
+    """A path as every command prints it: relative to the current folder when it is inside
+    it, else absolute; on one line (`visible`)."""
+    absolute = Path(os.path.abspath(Path(path).expanduser()))
+    try:
+        text = absolute.relative_to(Path.cwd()).as_posix() or "."
+    except ValueError:
+        text = str(absolute)
+    # A file name need not be valid UTF-8: its undecodable bytes print as U+FFFD.
+    return visible(text.encode("utf-8", "surrogateescape").decode("utf-8", "replace"))
 
 
 # Characters that start Markdown or HTML syntax inline (emphasis, code spans, links and images

@@ -19,7 +19,6 @@ other source (a solution, say), which is how tests build notebook submissions.
 """
 from __future__ import annotations
 
-import argparse
 import ast
 import re
 import sys
@@ -28,6 +27,8 @@ from pathlib import Path
 import nbformat
 
 from ..assignment import Assignment, load_assignment
+from ..cli.arguments import Parser, add_assignment_argument, run_entry_point
+from ..safetext import shown_path
 
 _MARKER = re.compile(r"^<!--\s*(question:\s*([\w-]+)|end)\s*-->[ \t]*$", re.M)
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
@@ -64,7 +65,9 @@ if _root is None and "get_ipython" in globals():   # in Jupyter or Colab (not wh
         raise RuntimeError("The checks need the files of {zip_name}, which are not in "
                            + str(_here) + ": upload {zip_name} next to this notebook (or "
                            "set BUNDLE_URL), then run this cell again.")
-    zipfile.ZipFile(_here / _zip).extractall(_here / _zip[:-4])
+    with zipfile.ZipFile(_here / _zip) as _z:   # it holds the folder {folder}/
+        _whole = all(n.startswith(_zip[:-4] + "/") for n in _z.namelist())   # else an old zip
+        _z.extractall(_here if _whole else _here / _zip[:-4])
     _root = _here / _zip[:-4]
 if _root is not None:
     sys.path.insert(0, str(_root))
@@ -82,7 +85,8 @@ def setup_cell(assignment: Assignment) -> str:
     the checks work wherever the notebook was opened, and makes `grader`."""
     url = assignment.config.get("student", {}).get("bundle_url") or None
     return SETUP_CELL.format(url=url, tests=student_tests_dir(assignment),
-                             zip_name=f"{assignment.name}-student.zip")
+                             zip_name=f"{assignment.name}-student.zip",
+                             folder=f"{assignment.name}-student")
 
 
 def notebook_path(assignment: Assignment) -> Path:
@@ -239,10 +243,17 @@ def notebook_text(assignment: Assignment, source: str | None = None) -> str:
     return render(build_notebook(assignment, source))
 
 
+PROG = "python -m autograder.authoring.notebook"
+
+
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m autograder.authoring.notebook",
-                                description="Write the student notebook from the template.")
-    p.add_argument("assignment")
+    """The command line's exit status; a user's mistake is one line on stderr."""
+    return run_entry_point(_main, PROG, argv)
+
+
+def _main(argv: list[str] | None) -> int:
+    p = Parser(prog=PROG, description="Write the student notebook from the template.")
+    add_assignment_argument(p, positional=True)
     p.add_argument("--check", action="store_true", help="only say whether it is up to date")
     args = p.parse_args(argv)
     assignment = load_assignment(args.assignment)
@@ -253,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{path.name}: {'up to date' if ok else 'out of date; run without --check'}")
         return 0 if ok else 1
     path.write_text(text)
-    print(f"wrote {path}")
+    print(f"wrote {shown_path(path)}")
     return 0
 
 

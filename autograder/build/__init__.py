@@ -2,11 +2,11 @@
 
 Three outputs, all made from the assignment folder and the engine, one module each:
 
-* `student`: the student bundle (`<name>-student/` and a zip of it): the template `.py` and
-  notebook, the engine, and the assignment's PUBLIC question files and snapshots. Hidden cases
-  are cut out of the question files by their syntax tree (every `@test_case` function marked
-  hidden), and no reference code is copied, so `autograder check` and `grader.check` run from
-  snapshots.
+* `student`: the student bundle (`<name>-student/` and a zip holding that folder): the template
+  `.py` and notebook, the engine, and the assignment's PUBLIC question files and snapshots.
+  Hidden cases are cut out of the question files by their syntax tree (every `@test_case`
+  function marked hidden), no reference code is copied, so `autograder check` and
+  `grader.check` run from snapshots, and its `assignment.toml` keeps no grader-only key or table.
 * `gradescope`: a Gradescope autograder zip (`<name>-gradescope.zip`): `setup.sh`,
   `run_autograder`, the engine and the full assignment (hidden cases and the reference
   included); it grades with the sandboxed `autograder grade` and converts its JSON
@@ -26,8 +26,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..assignment import Assignment
-from .common import (ENGINE_DIR, GRADER_ONLY_KEYS, TORCH_CPU_INDEX, BuildError, case_visibility,
-                     grader_only_files, gradescope_settings, pinned_requirements,
+from .common import (ENGINE_DIR, GRADER_ONLY_KEYS, GRADER_ONLY_TABLES, TORCH_CPU_INDEX,
+                     BuildError, case_visibility, drop_toml_tables, grader_only_files,
+                     gradescope_settings, pinned_requirements,
                      question_files, rewrite_toml, snapshot_keys,
                      strip_hidden_cases, write_assignment_folder, write_engine, zip_folder)
 from .classroom50 import HIDDEN_WARNING, build_classroom50
@@ -39,7 +40,8 @@ from .student import (answer_files, build_student, bundle_files, classroom_workf
 __all__ = [
     "answer_files", "build_all", "bundle_files", "build_classroom50", "HIDDEN_WARNING", "build_student", "build_gradescope", "build_otter", "shipped_files",
     "write_student_bundle", "SETUP_PERMISSIONS",
-    "classroom_workflow", "BuildError", "ENGINE_DIR", "GRADER_ONLY_KEYS", "TORCH_CPU_INDEX",
+    "classroom_workflow", "BuildError", "ENGINE_DIR", "GRADER_ONLY_KEYS", "GRADER_ONLY_TABLES",
+    "TORCH_CPU_INDEX", "drop_toml_tables",
     "case_visibility", "grader_only_files", "gradescope_settings", "pinned_requirements",
     "question_files", "rewrite_toml", "snapshot_keys",
     "strip_hidden_cases", "write_assignment_folder", "write_engine", "zip_folder",

@@ -126,13 +126,24 @@ def _toml_string(value: str) -> str:
     return json.dumps(value)   # a JSON string is a valid TOML basic string for plain paths
 
 
+# The comment lines right above a key or a table header (no blank line between) are that
+# key's or table's: they leave a bundle with it.
+_COMMENTS_ABOVE = r"(?:^[ \t]*#.*\n)*"
+_BLANK_LINES = r"(?:^[ \t]*\n)*"
+_NEXT_TABLE = _BLANK_LINES + _COMMENTS_ABOVE + r"^\s*\["
+
+
 def rewrite_toml(text: str, values: dict[str, str | None]) -> str:
-    """Set (or, with None, drop) top-level string keys of an assignment.toml, keeping the rest."""
+    """Set (or, with None, drop, with its comment) top-level string keys of an assignment.toml,
+    keeping the rest."""
     first_table = re.search(r"^\s*\[", text, re.M)
     head_end = first_table.start() if first_table else len(text)
+    # A comment block right above the first table is the table's, not the head's.
+    head_end = re.search(_COMMENTS_ABOVE + r"\Z", text[:head_end], re.M).start()
     head, tail = text[:head_end], text[head_end:]
     for key, value in values.items():
-        pattern = re.compile(rf"^{re.escape(key)}\s*=.*$\n?", re.M)
+        key_line = rf"^{re.escape(key)}\s*=.*$\n?"
+        pattern = re.compile((_COMMENTS_ABOVE if value is None else "") + key_line, re.M)
         line = "" if value is None else f"{key} = {_toml_string(value)}\n"
         if pattern.search(head):
             head = pattern.sub(line.replace("\\", "\\\\"), head, count=1)
@@ -146,9 +157,28 @@ def rewrite_toml(text: str, values: dict[str, str | None]) -> str:
     return out
 
 
+def drop_toml_tables(text: str, tables: tuple[str, ...]) -> str:
+    """An assignment.toml without the top-level tables named: each one's header, keys, the
+    comment lines right above its header and the blank lines before, up to the next table (or
+    its comment)."""
+    for table in tables:
+        header = rf"^\[{re.escape(table)}\][ \t]*(?:#.*)?\n"
+        body = rf"(?:(?!{_NEXT_TABLE}).*(?:\n|\Z))*"
+        pattern = re.compile(_BLANK_LINES + _COMMENTS_ABOVE + header + body, re.M)
+        text = pattern.sub("", text, count=1)
+    parsed = tomllib.loads(text)
+    left = [t for t in tables if t in parsed]
+    if left:
+        raise BuildError(f"could not drop [{left[0]}] from assignment.toml")
+    return text
+
+
 # Keys of assignment.toml naming instructor-only files: never in a student bundle; in a grader's
 # bundle they travel in the `reference/` package.
 GRADER_ONLY_KEYS = ("reference", "mistakes")
+# Tables of assignment.toml that only graders read (Gradescope's settings): not in the student
+# bundle. Like those keys, they leave it with the comments right above them.
+GRADER_ONLY_TABLES = ("gradescope",)
 
 
 def grader_only_files(assignment: Assignment) -> dict[str, Path]:
@@ -167,10 +197,11 @@ def grader_only_files(assignment: Assignment) -> dict[str, Path]:
 
 
 def write_assignment_folder(assignment: Assignment, dest: Path, *, hidden: bool,
-                            reference: bool) -> Path:
+                            reference: bool, grader_tables: bool = True) -> Path:
     """The assignment's data in `dest`: assignment.toml, tests/, snapshots/, template/ and,
     when `reference`, reference/ (a package with the reference and other instructor-only
-    files); hidden cases only when `hidden`."""
+    files); hidden cases only when `hidden`; the graders' tables of assignment.toml only when
+    `grader_tables`."""
     dest.mkdir(parents=True, exist_ok=True)
     template_rel = f"template/{assignment.template.name}"
     values: dict[str, str | None] = {"template": template_rel}
@@ -192,6 +223,8 @@ def write_assignment_folder(assignment: Assignment, dest: Path, *, hidden: bool,
             shutil.copyfile(path, ref_dir / path.name)
             values[key] = f"reference/{path.name}"
     toml_text = rewrite_toml((assignment.root / "assignment.toml").read_text(), values)
+    if not grader_tables:
+        toml_text = drop_toml_tables(toml_text, GRADER_ONLY_TABLES)
     if not hidden:
         toml_text += left_out_table(assignment)
     (dest / "assignment.toml").write_text(toml_text)
@@ -338,8 +371,10 @@ def _split_torch(reqs: list[str]) -> tuple[str | None, list[str]]:
 
 # ------------------------------------------------------------------ zips
 
-def zip_folder(folder: Path, zip_path: Path, executables: tuple[str, ...] = ()) -> Path:
-    """Zip `folder`'s contents (paths relative to it), reproducibly: fixed dates, sorted."""
+def zip_folder(folder: Path, zip_path: Path, executables: tuple[str, ...] = (),
+               top: str = "") -> Path:
+    """Zip `folder`'s contents (paths relative to it, under the folder `top` when given),
+    reproducibly: fixed dates, sorted."""
     if zip_path.exists():
         zip_path.unlink()
     with zipfile.ZipFile(zip_path, "w", zipfile.ZIP_DEFLATED) as zf:
@@ -347,7 +382,8 @@ def zip_folder(folder: Path, zip_path: Path, executables: tuple[str, ...] = ()) 
             rel = f.relative_to(folder).as_posix()
             if "__pycache__" in rel.split("/"):
                 continue
-            info = zipfile.ZipInfo(rel, date_time=(1980, 1, 1, 0, 0, 0))
+            info = zipfile.ZipInfo(f"{top}/{rel}" if top else rel,
+                                   date_time=(1980, 1, 1, 0, 0, 0))
             info.external_attr = (0o755 if rel in executables else 0o644) << 16
             info.compress_type = zipfile.ZIP_DEFLATED
             zf.writestr(info, f.read_bytes())

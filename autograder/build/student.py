@@ -107,7 +107,8 @@ def write_student_bundle(assignment: Assignment, dest: Path) -> Path:
     (dest / nb).write_text(notebook_text(assignment))
     write_engine(dest)
     adir = student_assignment_dir(assignment)
-    write_assignment_folder(assignment, dest / adir, hidden=False, reference=False)
+    write_assignment_folder(assignment, dest / adir, hidden=False, reference=False,
+                            grader_tables=False)
     student_reqs = student_requirements(extra=("ipykernel",))
     (dest / "requirements.txt").write_text(student_requirements_text(student_reqs))
     (dest / "README.md").write_text(STUDENT_README.format(
@@ -121,8 +122,9 @@ def write_student_bundle(assignment: Assignment, dest: Path) -> Path:
 
 
 def build_student(assignment: Assignment, out: Path) -> Path:
-    """The student bundle folder (and a zip of it next to it); with its GitHub Classroom
-    workflow, it is also the template repository of a Classroom assignment."""
+    """The student bundle folder (and a zip of it next to it, holding that folder: unzipped,
+    it makes `<name>-student/`); with its GitHub Classroom workflow, it is also the template
+    repository of a Classroom assignment."""
     dest = write_student_bundle(assignment, out / f"{assignment.name}-student")
-    zip_folder(dest, out / f"{assignment.name}-student.zip")
+    zip_folder(dest, out / f"{assignment.name}-student.zip", top=dest.name)
     return dest

@@ -50,12 +50,7 @@ def _version_of(root: str, template: str, reference: str) -> str:
     for p in files:
         h.update(str(p.name).encode())
         h.update(p.read_bytes())
-    # Every engine file, subpackages included, named by its path in the package (a moved
-    # module changes the key as an edited one does).
-    engine_dir = project.ENGINE_DIR
-    for p in project.engine_files(engine_dir):
-        h.update(p.relative_to(engine_dir).as_posix().encode())
-        h.update(p.read_bytes())
+    project.hash_engine(h, project.ENGINE_DIR)   # every engine file, subpackages included
     return h.hexdigest()[:16]
 
 

@@ -88,6 +88,17 @@ def _gradescope_names(folder: Path) -> dict[str, str]:
     return names
 
 
+def missing_paths(paths: list[str]) -> list[str]:
+    """The paths given that do not exist (`discover` gives each a row saying so)."""
+    missing = []
+    for raw in paths:
+        try:
+            os.stat(raw)
+        except OSError:
+            missing.append(raw)
+    return missing
+
+
 def discover(paths: list[str], student_file: str, *,
              bundle: Mapping[str, bytes] | None = None) -> list[Student]:
     """One entry per student. Nothing here follows a link inside a class folder: a student's

@@ -27,7 +27,6 @@ it in the student bundle as `.github/workflows/classroom.yml`).
 """
 from __future__ import annotations
 
-import argparse
 import os
 import secrets
 import sys
@@ -44,6 +43,7 @@ from ..project import TORCH_CPU_INDEX, torch_requirement
 from ..results import SubmissionResult
 from ..safetext import markdown_inline
 from ..status import QuestionStatus
+from ..cli.arguments import Parser, run_entry_point
 
 
 WORKFLOW_DIR = ".github/workflows"
@@ -189,9 +189,17 @@ def log_feedback(result: SubmissionResult, title: str, left: LeftOut | None = No
     print(f"::{token}::", flush=True)
 
 
+PROG = "python -m autograder.platforms.actions"
+
+
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m autograder.platforms.actions",
-                                description="Grade a repository's file in GitHub Actions.")
+    """The command line's exit status; a user's mistake is one line on stderr."""
+    return run_entry_point(_main, PROG, argv)
+
+
+def _main(argv: list[str] | None) -> int:
+    p = Parser(prog=PROG, description="Grade a repository's file in GitHub Actions.")
+    # A folder only: these grade a student's checkout, whose own folders are never looked in.
     p.add_argument("-a", "--assignment", required=True, help="the assignment folder")
     p.add_argument("checkout", nargs="?", default=".", help="the repository (default: here)")
     p.add_argument("--sandbox", default="auto", choices=["auto", "namespaces", "user", "rlimits"])

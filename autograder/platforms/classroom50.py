@@ -21,7 +21,6 @@ is a row of failures); non-zero only when the grader itself could not grade.
 """
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import json
 import math
@@ -35,6 +34,7 @@ from .outputs import replace_file
 from .public_only import LeftOut, graded_later, left_out, points_heading, row_name
 from ..results import SubmissionResult
 from ..status import QuestionStatus
+from ..cli.arguments import Parser, run_entry_point
 
 SCHEMA = "classroom50/result/v1"
 RESULT_FILE = "result.json"
@@ -130,9 +130,17 @@ def release_body(result: SubmissionResult, doc: dict, title: str,
     return "\n".join(head) + "\n" + body.rstrip("\n") + "\n"
 
 
+PROG = "python -m autograder.platforms.classroom50"
+
+
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m autograder.platforms.classroom50",
-                                description="Grade a student's checkout for Classroom 50.")
+    """The command line's exit status; a user's mistake is one line on stderr."""
+    return run_entry_point(_main, PROG, argv)
+
+
+def _main(argv: list[str] | None) -> int:
+    p = Parser(prog=PROG, description="Grade a student's checkout for Classroom 50.")
+    # A folder only: these grade a student's checkout, whose own folders are never looked in.
     p.add_argument("-a", "--assignment", required=True, help="the assignment folder")
     p.add_argument("--checkout", default=".", help="the student's repository (default: here)")
     p.add_argument("--sandbox", default="auto", choices=["auto", "namespaces", "user", "rlimits"])

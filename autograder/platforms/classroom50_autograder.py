@@ -160,6 +160,10 @@ def bundle_problem():
 
 
 def main():
+    if ASSIGNMENT_DIR.startswith("{{"):
+        say("this is the template of the script `autograder build` writes into the Classroom 50 "
+            "folder: run that one")
+        return 2
     problem = bundle_problem()
     if problem:
         say(problem)
@@ -172,7 +176,12 @@ def main():
             "default is 3.14); in a workflow of your own, use actions/setup-python with "
             "python-version 3.11 or newer" % sys.version_info[:2])
         return 2
-    reqs = requirements()
+    try:
+        reqs = requirements()
+    except OSError as e:
+        say("cannot read the bundle's requirements.txt (%s): run the autograder.py of the folder "
+            "`autograder build` wrote, or set CLASSROOM50_BUNDLE_DIR to that folder" % e.strerror)
+        return 2
     missing = missing_in(python, reqs)
     if missing:
         if os.environ.get("CLASSROOM50_NO_INSTALL") == "1":

@@ -17,7 +17,6 @@ Whatever happens, a results.json is written.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import signal
@@ -33,6 +32,8 @@ from ..intake.student_files import Pick, pick_file
 from ..render import render_question
 from ..results import question_from_json
 from ..status import QuestionStatus
+from ..safetext import shown_path
+from ..cli.arguments import Parser, add_assignment_argument, run_entry_point
 
 VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
 DEFAULT_HIDDEN_VISIBILITY = "after_published"
@@ -234,10 +235,17 @@ def _write(results_dir: Path, results: dict) -> dict:
     return results
 
 
+PROG = "python -m autograder.platforms.gradescope"
+
+
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m autograder.platforms.gradescope",
-                                description="Grade a Gradescope submission, or convert JSON.")
-    p.add_argument("-a", "--assignment", required=True, help="assignment name or folder")
+    """The command line's exit status; a user's mistake is one line on stderr."""
+    return run_entry_point(_main, PROG, argv)
+
+
+def _main(argv: list[str] | None) -> int:
+    p = Parser(prog=PROG, description="Grade a Gradescope submission, or convert JSON.")
+    add_assignment_argument(p)
     p.add_argument("--root", default=os.environ.get("GRADESCOPE_ROOT", "/autograder"),
                    help="folder holding source/, submission/, results/ (default: "
                         "$GRADESCOPE_ROOT or /autograder)")
@@ -248,13 +256,21 @@ def main(argv: list[str] | None = None) -> int:
     if args.from_json:
         assignment = load_assignment(args.assignment)
         data = json.loads(Path(args.from_json).read_text())
-        results = to_gradescope(data["submissions"][0], visibility=hidden_visibility(assignment))
+        try:
+            submission = data["submissions"][0]
+        except (KeyError, IndexError, TypeError):
+            raise ValueError(f"{shown_path(args.from_json)} holds no submission: give a file "
+                             "written by `autograder grade --json`") from None
+        results = to_gradescope(submission, visibility=hidden_visibility(assignment))
         text = json.dumps(results, indent=2)
         if args.out:
             Path(args.out).write_text(text)
         else:
             print(text)
         return 0
+    if not Path(args.root).is_dir():   # Gradescope's always is: a local run's mistake
+        raise ValueError(f"{shown_path(args.root)} is not a folder: give --root, the folder "
+                         "holding submission/")
     results = run(Path(args.root), args.assignment)
     print(f"score: {results['score']:g}")
     return 0

@@ -433,4 +433,7 @@ def main(control_fd: int, pid_namespaces: bool = True, view: list | None = None,
 
 
 if __name__ == "__main__":
+    if len(sys.argv) != 2 or not sys.argv[1].isdigit():
+        sys.exit("python -m autograder.sandbox.forkserver: the grader starts this with the file "
+                 "descriptor of its control socket (FD); it is not run by hand")
     main(int(sys.argv[1]))

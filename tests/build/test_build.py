@@ -14,7 +14,8 @@ from otter.test_files.exception_test import ExceptionTestFile
 
 from helpers import QUESTIONS, ROOT, SUBMISSIONS, id_list, load_json, read_header, run_cli
 
-from autograder.build import BuildError, case_visibility, rewrite_toml, strip_hidden_cases
+from autograder.build import (GRADER_ONLY_KEYS, GRADER_ONLY_TABLES, BuildError, case_visibility,
+                              drop_toml_tables, rewrite_toml, strip_hidden_cases)
 from autograder.platforms.gradescope import VISIBILITIES, to_gradescope
 
 NAME = "attention"
@@ -60,7 +61,9 @@ def test_student_bundle_has_no_reference_and_no_hidden_case(built, assignment):
     files = _texts(bundle)
     with zipfile.ZipFile(built / f"{NAME}-student.zip") as zf:
         zipped = {n: zf.read(n).decode("utf-8", "replace") for n in zf.namelist()}
-    assert zipped == files                      # the zip is the folder
+    top = f"{NAME}-student/"
+    assert all(n.startswith(top) for n in zipped)     # unzipped, it makes that one folder
+    assert {n[len(top):]: text for n, text in zipped.items()} == files   # the zip is the folder
     assert {"README.md", "attention.py", "attention.ipynb", "requirements.txt"} <= set(files)
     assert not any("reference" in Path(f).parts or f.endswith("mistakes.py") for f in files)
     secret = _reference_lines()
@@ -73,6 +76,7 @@ def test_student_bundle_has_no_reference_and_no_hidden_case(built, assignment):
         assert not leaked, (name, leaked[:3])
     toml = files[f"assignments/{NAME}/assignment.toml"]
     assert "reference =" not in toml and "mistakes =" not in toml
+    assert "instructor" not in toml.lower() and "[gradescope]" not in toml
     for q in assignment.questions:
         shipped = bundle / "assignments" / NAME / "tests" / q.test_file.name
         tf = ExceptionTestFile.from_file(str(shipped))
@@ -85,6 +89,70 @@ def test_student_bundle_has_no_reference_and_no_hidden_case(built, assignment):
             json.loads((assignment.snapshot_dir / f"{q.id}.json").read_text()))
     assert files["attention.py"] == assignment.template.read_text()
     assert files["attention.ipynb"] == (ROOT / "student_template" / "attention.ipynb").read_text()
+
+
+def test_student_toml_keeps_what_students_use_and_nothing_of_the_graders(built, assignment):
+    """Rebuilt from the instructor's file by dropping the grader-only keys and tables (with the
+    comments right above them): every other key and value is the instructor's."""
+    import tomllib
+
+    text = (built / f"{NAME}-student" / "assignments" / NAME / "assignment.toml").read_text()
+    student = tomllib.loads(text)
+    expected = {k: v for k, v in assignment.config.items()
+                if k not in GRADER_ONLY_KEYS + GRADER_ONLY_TABLES}
+    expected["template"] = f"template/{assignment.template.name}"
+    assert student == expected
+    comments = [line for line in text.splitlines() if line.lstrip().startswith("#")]
+    original = (assignment.root / "assignment.toml").read_text()
+    assert comments and all(c in original for c in comments)
+    assert not any("instructor" in c.lower() or "gradescope" in c.lower() for c in comments)
+
+
+def test_grader_only_keys_and_tables_leave_with_their_comments():
+    text = ('# the assignment\nname = "x"\n# the solution (instructor-only)\nreference = "r.py"\n'
+            '\n[outputs]\n# kept\nf = ["a"]\n\n# graders only\n[gradescope] # inline\n'
+            '# a comment inside\nhidden_visibility = "hidden"\n\n# the limits\n[limits]\n'
+            'question_seconds = 3\n')
+    out = drop_toml_tables(rewrite_toml(text, {"reference": None}), ("gradescope",))
+    assert out == ('# the assignment\nname = "x"\n\n[outputs]\n# kept\nf = ["a"]\n\n'
+                   '# the limits\n[limits]\nquestion_seconds = 3\n')
+    last = drop_toml_tables('name = "x"\n\n# gone\n[gradescope]\nx = 1\n', ("gradescope",))
+    assert last == 'name = "x"\n'
+
+
+def test_the_student_zip_unpacks_into_its_folder_and_checks_run_there(built, tmp_path):
+    """As a student does: unzip attention-student.zip anywhere, cd into the folder it made,
+    run the check."""
+    with zipfile.ZipFile(built / f"{NAME}-student.zip") as zf:
+        zf.extractall(tmp_path)
+    assert [p.name for p in tmp_path.iterdir()] == [f"{NAME}-student"]
+    work = tmp_path / f"{NAME}-student"
+    shutil.copy(SUBMISSIONS / "correct" / "einsum_style.py", work / "attention.py")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    r = subprocess.run([sys.executable, "-m", "autograder", "check", "attention.py"], cwd=work,
+                       capture_output=True, text=True, timeout=600, env=env)
+    assert r.returncode == 0 and "All public checks pass" in r.stdout, r.stdout + r.stderr
+
+
+def test_build_prints_every_path_the_same_way(tmp_path):
+    """Relative to the current folder when inside it, else absolute: one rule for every line."""
+    from helpers import cli_in_process
+
+    inside = cli_in_process("build", "-a", "attention_numpy", "--no-otter", cwd=tmp_path)
+    assert inside.returncode == 0, inside.stdout + inside.stderr
+    paths = dict(line.split(None, 1) for line in inside.stdout.splitlines())
+    assert paths == {"student": "dist/attention_numpy-student",
+                     "student_zip": "dist/attention_numpy-student.zip",
+                     "gradescope": "dist/attention_numpy-gradescope.zip",
+                     "classroom50": "dist/attention_numpy-classroom50"}
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    outside = cli_in_process("build", "-a", "attention_numpy", "--no-otter", "--out",
+                             str(tmp_path / "out"), cwd=elsewhere)
+    assert outside.returncode == 0, outside.stdout + outside.stderr
+    for line in outside.stdout.splitlines():
+        kind, path = line.split(None, 1)
+        assert Path(path).is_absolute() and Path(path).exists(), line
 
 
 def test_student_bundle_checks_run_from_snapshots(built, tmp_path):

@@ -17,7 +17,7 @@ from nbclient.exceptions import CellExecutionError
 from helpers import ROOT, SUBMISSIONS
 
 from autograder.assignment import load_assignment
-from autograder.build import build_student
+from autograder.build import build_student, zip_folder
 from autograder.authoring.notebook import build_notebook
 
 
@@ -84,12 +84,19 @@ def test_check_in_a_bundle_with_one_assignment_picks_it(tmp_path):
     assert numpy_track.title in r.stdout, r.stdout + r.stderr
 
 
-def test_notebook_opened_on_its_own_finds_its_checks_from_the_zip(built, assignment, tmp_path):
-    """Uploaded alone with the bundle's zip (as to Colab), in a folder far from the project."""
+@pytest.mark.parametrize("layout", ["folder", "flat"])
+def test_notebook_opened_on_its_own_finds_its_checks_from_the_zip(built, assignment, tmp_path,
+                                                                  layout):
+    """Uploaded alone with the bundle's zip (as to Colab), in a folder far from the project.
+    The zip holds the folder attention-student/; a flat zip of an older build (its files at
+    the top) is unpacked into that folder too."""
     solution = (SUBMISSIONS / "correct" / "einsum_style.py").read_text()
     (tmp_path / "attention.ipynb").write_text(nbformat.writes(build_notebook(assignment,
                                                                              solution)))
-    shutil.copy(built / "attention-student.zip", tmp_path)
+    if layout == "folder":
+        shutil.copy(built / "attention-student.zip", tmp_path)
+    else:
+        zip_folder(built / "attention-student", tmp_path / "attention-student.zip")
     nb = nbformat.read(str(tmp_path / "attention.ipynb"), as_version=4)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     NotebookClient(nb, timeout=300, kernel_name="python3",
@@ -100,6 +107,8 @@ def test_notebook_opened_on_its_own_finds_its_checks_from_the_zip(built, assignm
     assert len(checks) == len(assignment.questions)
     assert all("passed" in text.lower() for text in checks), checks
     assert (tmp_path / "attention-student" / "autograder").is_dir()
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith(".")) == [
+        "attention-student", "attention-student.zip", "attention.ipynb"]
 
 
 def test_notebook_alone_says_what_it_needs(assignment, tmp_path):

@@ -1,4 +1,4 @@
-"""Command line: `autograder check`, `grade`, `snapshot` and `sandbox`."""
+"""The subcommands of `autograder`: `check`, `grade`, `build`, `lint`, `snapshot` and the rest."""
 from __future__ import annotations
 
 import argparse
@@ -8,9 +8,14 @@ import sys
 import threading
 from pathlib import Path
 
-from .assignment import ASSIGNMENTS_DIR, AssignmentError, load_assignment
-from .sandbox.limits import parse_cli_limits
-from .status import CaseStatus, QuestionStatus
+from ..assignment import ASSIGNMENTS_DIR, load_assignment
+from ..sandbox.limits import parse_cli_limits
+from ..status import CaseStatus, QuestionStatus
+from ..safetext import shown_path
+from .arguments import Parser, add_assignment_argument, run_entry_point
+
+# Where `autograder build` writes when no --out is given (ignored by git: .gitignore).
+BUILD_DIR = "dist"
 
 
 def _known_assignments() -> list[str]:
@@ -35,14 +40,15 @@ def _assignment_for_file(path: Path | None, requested: str | None):
 
 
 def cmd_check(args) -> int:
-    from .feedback import submission_text
-    from .grade import check_in_process
+    from ..feedback import submission_text
+    from ..grade import check_in_process
 
     assignment = _assignment_for_file(Path(args.file) if args.file else None, args.assignment)
     path = Path(args.file or assignment.student_file)
     if not path.exists():
-        print(f"autograder: {path} not found; copy the template "
-              f"({assignment.template.name}) and fill it in", file=sys.stderr)
+        hint = "give the path of your .py or .ipynb" if args.file else \
+            f"copy the template ({assignment.template.name}) and fill it in"
+        print(f"autograder: {shown_path(path)} not found; {hint}", file=sys.stderr)
         return 2
     if _lint_failed(assignment.root, reference=False):
         return 2
@@ -57,23 +63,23 @@ def cmd_check(args) -> int:
 
 def _lint_failed(root, **options) -> bool:
     """Print the assignment's authoring mistakes (`authoring/lint.py`); whether there were any."""
-    from .authoring.lint import lint, report
+    from ..authoring.lint import lint, report
 
     errors = lint(root, **options)
     if errors:
         print(report(errors), file=sys.stderr)
-        print(f"autograder: {len(errors)} authoring problem(s) in {root}; see "
+        print(f"autograder: {len(errors)} authoring problem(s) in {shown_path(root)}; see "
               "`autograder lint`", file=sys.stderr)
     return bool(errors)
 
 
 def cmd_lint(args) -> int:
-    from .assignment import find_assignment_root
+    from ..assignment import find_assignment_root
 
     root = find_assignment_root(args.assignment)
     if _lint_failed(root, reference=not args.no_reference):
         return 1
-    print(f"{root}: no authoring problems found")
+    print(f"{shown_path(root)}: no authoring problems found")
     return 0
 
 
@@ -91,17 +97,17 @@ def _import_quietly(*names: str) -> None:
 
 
 def cmd_grade(args) -> int:
-    from .course.batch import grade_class, sandbox_description
-    from .course.classlist import discover
-    from .feedback import submission_text, summary_table
-    from .course.report import write_reports
-    from .sandbox.errors import SandboxError
-    from .results import results_json
-    from .sandbox import protect_this_process
+    from ..course.batch import grade_class, sandbox_description
+    from ..course.classlist import discover, missing_paths
+    from ..feedback import submission_text, summary_table
+    from ..course.report import write_reports
+    from ..sandbox.errors import SandboxError
+    from ..results import results_json
+    from ..sandbox import protect_this_process
 
     protect_this_process()
     if args.share_torch:
-        from .sandbox import shared_start
+        from ..sandbox import shared_start
 
         shared_start.prepare()   # before numpy loads: no thread pool to keep the fork away
     assignment = load_assignment(args.assignment)
@@ -111,10 +117,11 @@ def cmd_grade(args) -> int:
     # found" note. Building it reads the question files, so not with --share-torch, whose
     # fork server must be forked from a process that has read nothing private.
     if not args.share_torch and any(os.path.isdir(p) for p in args.paths):
-        from .build import bundle_files
+        from ..build import bundle_files
 
         bundle = bundle_files(assignment)
     students = discover(args.paths, assignment.student_file, bundle=bundle)
+    missing = missing_paths(args.paths)   # each still gets its row (0 points, "not found")
     if not students:
         print("autograder: no submissions found", file=sys.stderr)
         return 2
@@ -125,8 +132,8 @@ def cmd_grade(args) -> int:
         return 2
     term = None
     if args.roster or args.due or args.late_policy:
-        from .course.gradebook import Term
-        from .course.roster import RosterError
+        from ..course.gradebook import Term
+        from ..course.roster import RosterError
 
         try:
             term = Term(assignment, students, roster=args.roster, due=args.due,
@@ -150,14 +157,14 @@ def cmd_grade(args) -> int:
     except KeyboardInterrupt:
         if term is not None:
             term.close()
-        kept = f"; the results so far are kept in {out / '.cache'}: run the same command " \
-               "again to go on" if out else ""
+        kept = f"; the results so far are kept in {shown_path(out / '.cache')}: run the same " \
+               "command again to go on" if out else ""
         print(f"\nautograder: interrupted{kept}", file=sys.stderr)
         return 130
     extra = term.extra(graded) if term is not None else None
     similar = None
     if args.similarity:
-        from .course.similarity_report import class_section
+        from ..course.similarity_report import class_section
 
         similar = class_section(out, assignment, graded)   # before a due-date checkout goes
     if term is not None:
@@ -179,11 +186,12 @@ def cmd_grade(args) -> int:
     if out:
         flags = repository_flags(assignment, graded, bundle)
         files = write_reports(out, assignment, results, flags, extra, similarity=similar)
-        print(f"wrote {files['csv']}, {files['json']}, {files['html']} and "
-              f"{len(results)} feedback files in {files['feedback']}")
+        print(f"wrote {shown_path(files['csv'])}, {shown_path(files['json'])}, "
+              f"{shown_path(files['html'])} and {len(results)} feedback files in "
+              f"{shown_path(files['feedback'])}")
         lms = term.write_lms(out, graded, extra) if term is not None else None
         if lms is not None:
-            print(f"wrote {lms} (for the LMS gradebook import)")
+            print(f"wrote {shown_path(lms)} (for the LMS gradebook import)")
     if term is not None:
         for line in term.summary():
             print(line)
@@ -192,7 +200,11 @@ def cmd_grade(args) -> int:
         for row, more in zip(data["submissions"], extra or []):
             row.update(more)   # roster identifier, due-date columns
         Path(args.json).write_text(json.dumps(data, indent=2))
-        print(f"wrote {args.json}")
+        print(f"wrote {shown_path(args.json)}")
+    if missing:
+        print(f"autograder: not found: {', '.join(shown_path(m) for m in missing)} (graded 0, "
+              "with a row saying so)", file=sys.stderr)
+        return 2
     return 0
 
 
@@ -200,8 +212,8 @@ def repository_flags(assignment, graded, bundle=None) -> list[dict]:
     """Student repositories whose shipped files were changed (Classroom layout: a student
     folder holding the bundle's `.github/` or `autograder/`); `bundle`: the student bundle's
     files, when already built."""
-    from .build import shipped_files
-    from .course.repository_flags import repository_flags as check_repo
+    from ..build import shipped_files
+    from ..course.repository_flags import repository_flags as check_repo
 
     folders = [g.student.folder for g in graded]
     if not any(f is not None and _is_repository(f) for f in folders):
@@ -227,9 +239,9 @@ def _is_repository(folder) -> bool:
 
 def cmd_similarity(args) -> int:
     """Which submissions share code: similarity.json and similarity.html in --out."""
-    from .course.similarity import compare_paths, template_files
-    from .course.similarity_report import write_similarity
-    from .safetext import visible
+    from ..course.similarity import compare_paths, template_files
+    from ..course.similarity_report import write_similarity
+    from ..safetext import visible
 
     assignment = load_assignment(args.assignment)
     comparison = compare_paths(assignment, args.paths, min_score=args.min_score,
@@ -243,23 +255,23 @@ def cmd_similarity(args) -> int:
           f"(see the report); {len(comparison.pairs)} pairs score {args.min_score:g} or more")
     for p in comparison.pairs[:5]:
         print(f"  {p.score:.2f}  {visible(p.a.student)}  {visible(p.b.student)}")
-    print(f"wrote {files['json']} and {files['html']}")
+    print(f"wrote {shown_path(files['json'])} and {shown_path(files['html'])}")
     return 0
 
 
 def cmd_classroom(args) -> int:
     """One question's public cases as GitHub Classroom runner output (`result=<base64>`)."""
-    from .platforms.github_classroom import encode_result, runner_json
+    from ..platforms.github_classroom import encode_result, runner_json
 
     assignment = load_assignment(args.assignment)
     path = Path(args.file)
     result = None
     if path.exists():
-        from .grade import check_in_process
+        from ..grade import check_in_process
 
         result = check_in_process(assignment, path, questions=[args.question])
     if result is None or args.question not in result.questions:
-        from .runner import failed_everywhere
+        from ..runner import failed_everywhere
 
         result = failed_everywhere(assignment, str(path), CaseStatus.ERROR, f"{path} not found",
                                    include_hidden=False)
@@ -269,10 +281,10 @@ def cmd_classroom(args) -> int:
 
 
 def cmd_snapshot(args) -> int:
-    from . import cases
-    from .runner import grade_functions
+    from .. import cases
+    from ..runner import grade_functions
 
-    from .assignment import find_assignment_root
+    from ..assignment import find_assignment_root
 
     if _lint_failed(find_assignment_root(args.assignment), snapshots=False):
         return 2
@@ -291,12 +303,12 @@ def cmd_snapshot(args) -> int:
     for qid, entries in sorted(store.items()):
         path = assignment.snapshot_dir / f"{qid}.json"
         path.write_text(json.dumps(entries, indent=1, sort_keys=True) + "\n")
-        print(f"wrote {path.relative_to(assignment.root.parent.parent)} ({len(entries)} cases)")
+        print(f"wrote {shown_path(path)} ({len(entries)} cases)")
     return 0
 
 
 def cmd_sandbox(args) -> int:
-    from .sandbox import Sandbox, SandboxError
+    from ..sandbox import Sandbox, SandboxError
 
     try:
         s = Sandbox(args.sandbox)
@@ -315,7 +327,7 @@ def cmd_sandbox(args) -> int:
 
 def cmd_build(args) -> int:
     """The student bundle, the Gradescope zip, the Classroom 50 folder and the otter zip."""
-    from .build import HIDDEN_WARNING, BuildError, build_all
+    from ..build import HIDDEN_WARNING, BuildError, build_all
 
     assignment = load_assignment(args.assignment)
     if _lint_failed(assignment.root):
@@ -329,30 +341,31 @@ def cmd_build(args) -> int:
         print(f"autograder: {e}", file=sys.stderr)
         return 2
     for kind, path in built.items():
-        print(f"{kind:<12} {path}")
+        print(f"{kind:<12} {shown_path(path)}")
     return 0
 
 
 def cmd_diagnose_eval(args) -> int:
     """Grade the wrong and correct corpora; measure how often feedback names the right mistake."""
-    from .project import PROJECT_ROOT
-    from .diagnose import evaluate
-    from .grade import grade_submission
-    from .sandbox import Sandbox, SandboxError
+    from ..project import PROJECT_ROOT
+    from ..diagnose import evaluate
+    from ..grade import grade_submission
+    from ..sandbox import Sandbox, SandboxError
 
     assignment = load_assignment(args.assignment)
     corpus = Path(args.corpus)
     if not (corpus / "wrong").is_dir() and (PROJECT_ROOT / args.corpus / "wrong").is_dir():
         corpus = PROJECT_ROOT / args.corpus
     if not (corpus / "wrong").is_dir():
-        print(f"autograder: {corpus} has no wrong/ folder of submissions", file=sys.stderr)
+        print(f"autograder: {shown_path(corpus)} has no wrong/ folder of submissions",
+              file=sys.stderr)
         return 2
     try:
         sandbox = Sandbox(args.sandbox)
     except SandboxError as e:
         print(f"autograder: {e}", file=sys.stderr)
         return 3
-    from .diagnose.realworld import evaluate_realworld
+    from ..diagnose.realworld import evaluate_realworld
     tracks = {assignment.name: assignment}
 
     def grade_on(track: str, path: Path):
@@ -378,38 +391,70 @@ def cmd_diagnose_eval(args) -> int:
 
 
 def cmd_benchmark(args) -> int:
-    from .course.benchmark import run
+    from ..course.benchmark import run
 
     corpus = Path(args.corpus)
     if not corpus.is_dir():
-        print(f"autograder: corpus folder {corpus} not found", file=sys.stderr)
+        print(f"autograder: corpus folder {shown_path(corpus)} not found", file=sys.stderr)
         return 2
     if args.similarity:
-        from .course.similarity_benchmark import run as run_similarity
+        from ..course.similarity_benchmark import run as run_similarity
 
         return run_similarity(args.assignment, corpus, args.n)
     return run(args.assignment, corpus, args.n, args.jobs or os.cpu_count() or 1,
                args.otter_sample, gradescope_limit=args.gradescope_limit)
 
 
+def version_text() -> str:
+    """`autograder --version`: the package's version and the engine's (a hash of its files,
+    as the result cache keys it: two copies of one engine say the same)."""
+    from .. import __version__
+    from ..project import engine_version
+
+    return f"autograder {__version__} (engine {engine_version()})"
+
+
+class _VersionAction(argparse.Action):
+    """`--version`, computed only when asked (it hashes the engine's files)."""
+
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0,
+                         help="show the package's version and the engine's, and exit")
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(version_text())
+        parser.exit()
+
+
+SANDBOX_LEVELS = ["auto", "namespaces", "user", "rlimits"]
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="autograder", description="Grade transformer exercises.")
-    sub = p.add_subparsers(dest="command", required=True)
+    p = Parser(prog="autograder", description="Grade transformer exercises: students run "
+                                              "`check`, instructors `grade`, `build` and `lint`.")
+    p.add_argument("--version", action=_VersionAction)
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    c = sub.add_parser("check", help="run the public checks on your file (students)")
+    def command(name: str, about: str, func) -> argparse.ArgumentParser:
+        """A subcommand: `about` is listed in `autograder --help` and heads its own --help."""
+        parser = sub.add_parser(name, help=about, description=about[0].upper() + about[1:] + ".")
+        parser.set_defaults(func=func)
+        return parser
+
+    c = command("check", "run the public checks on your file (students)", cmd_check)
     c.add_argument("file", nargs="?", help="your .py or .ipynb (default: the assignment's file)")
-    c.add_argument("-a", "--assignment")
+    add_assignment_argument(c, required=False)
     c.add_argument("-v", "--verbose", action="store_true", help="list passing cases too")
-    c.set_defaults(func=cmd_check)
 
-    g = sub.add_parser("grade", help="grade submissions with every case, sandboxed")
-    g.add_argument("-a", "--assignment", required=True)
+    g = command("grade", "grade submissions with every case, sandboxed (instructors, CI)",
+                cmd_grade)
+    add_assignment_argument(g)
     g.add_argument("paths", nargs="+", help="submission files (.py, .ipynb) or folders")
     g.add_argument("--json", help="write results as JSON to this file")
     g.add_argument("--feedback", action="store_true", help="print each submission's feedback")
     g.add_argument("--question", action="append", help="grade only this question (repeatable)")
     g.add_argument("--jobs", type=int, default=0, help="parallel workers (default: cores)")
-    g.add_argument("--sandbox", default="auto", choices=["auto", "namespaces", "user", "rlimits"])
+    g.add_argument("--sandbox", default="auto", choices=SANDBOX_LEVELS)
     g.add_argument("--limit", action="append", metavar="NAME=VALUE",
                    help="override a limit, e.g. question_seconds=5, memory_mb=2048")
     g.add_argument("--out", help="write grades.csv, grades.json, report.html and feedback/ "
@@ -429,28 +474,25 @@ def build_parser() -> argparse.ArgumentParser:
                    help="fork the sandbox's fork server from the grading process once torch is "
                         "imported, before anything secret is read, so both share torch's "
                         "memory (user and rlimits levels; used on Gradescope)")
-    g.set_defaults(func=cmd_grade)
 
-    y = sub.add_parser("similarity", help="which submissions share code (renamed, reordered or "
-                                          "reformatted): similarity.json and .html, for the "
-                                          "instructor; never changes a grade")
-    y.add_argument("-a", "--assignment", required=True)
+    y = command("similarity", "which submissions share code (renamed, reordered or "
+                              "reformatted): similarity.json and .html, for the instructor; "
+                              "never changes a grade", cmd_similarity)
+    add_assignment_argument(y)
     y.add_argument("paths", nargs="+", help="submission files (.py, .ipynb) or folders, as for "
                                             "grade")
     y.add_argument("--out", required=True, help="write similarity.json and similarity.html here")
     _similarity_options(y)
-    y.set_defaults(func=cmd_similarity)
 
-    r = sub.add_parser("classroom", help="one question's public cases in the runner format of "
-                                         "GitHub Classroom's reporter (for tools that read it; "
-                                         "the generated workflow runs autograder.platforms.actions)")
-    r.add_argument("-a", "--assignment", required=True)
-    r.add_argument("file")
-    r.add_argument("--question", required=True)
-    r.set_defaults(func=cmd_classroom)
+    r = command("classroom", "one question's public cases in the runner format of GitHub "
+                             "Classroom's reporter (for tools that read it; the generated "
+                             "workflow runs autograder.platforms.actions)", cmd_classroom)
+    add_assignment_argument(r)
+    r.add_argument("file", help="the student's .py or .ipynb")
+    r.add_argument("--question", required=True, help="the question's id")
 
-    m = sub.add_parser("benchmark", help="measure grading speed and memory against otter")
-    m.add_argument("-a", "--assignment", default="attention")
+    m = command("benchmark", "measure grading speed and memory against otter", cmd_benchmark)
+    add_assignment_argument(m, default="attention")
     m.add_argument("--corpus", default="tests/submissions",
                    help="folder of subfolders (correct/, wrong/, broken/) of submissions")
     m.add_argument("--n", type=int, default=200, help="class size")
@@ -462,40 +504,35 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--similarity", action="store_true",
                    help="measure only `autograder similarity` on a class of --n submissions "
                         "mixed from the corpus's functions, with planted copies")
-    m.set_defaults(func=cmd_benchmark)
 
-    s = sub.add_parser("snapshot", help="record public expected values from the reference")
-    s.add_argument("-a", "--assignment", required=True)
-    s.set_defaults(func=cmd_snapshot)
+    s = command("snapshot", "record public expected values from the reference", cmd_snapshot)
+    add_assignment_argument(s)
 
-    n = sub.add_parser("lint", help="find authoring mistakes in an assignment (file, line, fix)")
-    n.add_argument("-a", "--assignment", required=True)
+    n = command("lint", "find authoring mistakes in an assignment (file, line, fix)", cmd_lint)
+    add_assignment_argument(n)
     n.add_argument("--no-reference", action="store_true",
                    help="do not run the reference (snapshots are only checked to exist)")
-    n.set_defaults(func=cmd_lint)
 
-    o = sub.add_parser("build", help="build the student bundle, the Gradescope zip, the "
-                                     "Classroom 50 folder and the otter zip")
-    o.add_argument("-a", "--assignment", required=True)
-    o.add_argument("--out", required=True, help="folder to write them to")
+    o = command("build", "build the student bundle, the Gradescope zip, the Classroom 50 "
+                         "folder and the otter zip", cmd_build)
+    add_assignment_argument(o)
+    o.add_argument("--out", default=BUILD_DIR,
+                   help=f"folder to write them to (default: {BUILD_DIR}, in the current folder)")
     o.add_argument("--no-otter", action="store_true", help="skip the otter-grader zip")
     o.add_argument("--classroom50-hidden", action="store_true",
                    help="put the hidden cases (and the reference) in the Classroom 50 folder, "
                         "which is publicly downloadable")
-    o.set_defaults(func=cmd_build)
 
-    d = sub.add_parser("diagnose-eval", help="measure how often feedback names the right "
-                                             "known mistake on a corpus of submissions")
-    d.add_argument("-a", "--assignment", required=True)
+    d = command("diagnose-eval", "measure how often feedback names the right known mistake "
+                                 "on a corpus of submissions", cmd_diagnose_eval)
+    add_assignment_argument(d)
     d.add_argument("--corpus", default="tests/submissions",
                    help="folder with wrong/ (each with a `# diagnosis: ID` header) and correct/")
-    d.add_argument("--sandbox", default="auto", choices=["auto", "namespaces", "user", "rlimits"])
+    d.add_argument("--sandbox", default="auto", choices=SANDBOX_LEVELS)
     d.add_argument("-v", "--verbose", action="store_true", help="list every submission")
-    d.set_defaults(func=cmd_diagnose_eval)
 
-    b = sub.add_parser("sandbox", help="show which isolation level grading would use")
-    b.add_argument("--sandbox", default="auto", choices=["auto", "namespaces", "user", "rlimits"])
-    b.set_defaults(func=cmd_sandbox)
+    b = command("sandbox", "show which isolation level grading would use", cmd_sandbox)
+    b.add_argument("--sandbox", default="auto", choices=SANDBOX_LEVELS)
     return p
 
 
@@ -507,37 +544,6 @@ def _similarity_options(p: argparse.ArgumentParser) -> None:
                    help="at most this many pairs in similarity.json (default 1000)")
 
 
-# The engine's third-party imports and the requirement that brings each (requirements.txt).
-_REQUIREMENT_OF = {"torch": "torch", "numpy": "numpy", "scipy": "scipy", "otter": "otter-grader",
-                   "nbformat": "nbformat", "tqdm": "tqdm", "jinja2": "jinja2",
-                   "matplotlib": "matplotlib", "yaml": "PyYAML", "pandas": "pandas"}
-
-
-def missing_requirement_message(error: ModuleNotFoundError) -> str | None:
-    """One sentence for a requirement this Python lacks (a new Python, a fresh venv), or None
-    when the missing module is not one of the engine's requirements."""
-    top = (error.name or "").split(".", 1)[0]
-    if top not in _REQUIREMENT_OF:
-        return None
-    return (f"autograder: {_REQUIREMENT_OF[top]} is not installed in this Python "
-            f"({sys.version.split()[0]}, {sys.executable}): run `{Path(sys.executable).name} -m "
-            "pip install -r requirements.txt` in the bundle's folder, then try again")
-
-
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    try:
-        return args.func(args)
-    except (AssignmentError, ValueError) as e:
-        print(f"autograder: {e}", file=sys.stderr)
-        return 2
-    except ModuleNotFoundError as e:
-        message = missing_requirement_message(e)
-        if message is None:
-            raise
-        print(message, file=sys.stderr)
-        return 2
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    return run_entry_point(lambda _: args.func(args), "autograder")
