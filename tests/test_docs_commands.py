@@ -7,11 +7,12 @@ order in one fresh copy of the project, each from its root, so a block may use w
 block of its page made. `<!-- exit: N -->` and `<!-- output: TEXT -->` just above a block state
 another exit status and text its output must contain; `<!-- file: PATH -->` above a block is a
 file written into the copy before the page's commands run. ```console and ```text blocks are
-not run. The assignments named by `-a NAME` are the engine's own (the venv's editable install):
-no runnable block may write into them, which is why they only read them (build, grade, check).
+not run. The assignments named by `-a NAME` are the engine's own (the venv's editable install),
+so no runnable block may write into them: the test checks they are unchanged after the runs.
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -146,9 +147,9 @@ def copy_project(dest: Path) -> None:
                 (dest / rel).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(src, dest / rel, follow_symlinks=False)
     else:   # not a git checkout: everything but the venv, caches and outputs
-        shutil.copytree(ROOT, dest, dirs_exist_ok=True, symlinks=True, ignore=shutil.ignore_patterns(
-            ".git", ".venv", "__pycache__", "*.pyc", ".pytest_cache", ".hypothesis",
-            "*.egg-info", "demo-results", "dist"))
+        ignore = shutil.ignore_patterns(".git", ".venv", "__pycache__", "*.pyc", ".pytest_cache",
+                                        ".hypothesis", "*.egg-info", "demo-results", "dist")
+        shutil.copytree(ROOT, dest, dirs_exist_ok=True, symlinks=True, ignore=ignore)
     (dest / ".venv").symlink_to(VENV_BIN.parent)
 
 
@@ -194,15 +195,30 @@ class PageRun:
         return self.done[block]
 
 
+def engine_data_digest() -> str:
+    """What `-a NAME` and the engine read from the project itself, whatever the working folder."""
+    digest = hashlib.sha256()
+    for top in ("assignments", "reference", "student_template"):
+        for path in sorted((ROOT / top).rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts:
+                digest.update(path.relative_to(ROOT).as_posix().encode() + b"\0")
+                digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
 @pytest.fixture(scope="module")
 def page_runs(tmp_path_factory):
     runs: dict[str, PageRun] = {}
+    before = engine_data_digest()
 
     def get(page: str) -> PageRun:
         if page not in runs:
             runs[page] = PageRun(page, tmp_path_factory.mktemp("docs-" + page.replace("/", "-")))
         return runs[page]
-    return get
+    yield get
+    # The copies isolate what blocks write, except what resolves through the engine's own
+    # folder (`-a attention`): a block that writes there would change the project.
+    assert engine_data_digest() == before, "a documented command changed the project's files"
 
 
 @pytest.mark.slow
