@@ -1,6 +1,7 @@
-"""Promises of the README's commands that only a run of the command shows: the per-submission
-time limit, `diagnose-eval`'s exit status, `python -m autograder.platforms.gradescope --from-json`, the
-`[gradescope] hidden_visibility` key, and a smoke run of `autograder benchmark`."""
+"""Promises of the commands the README and docs/ describe that only a run of the command shows:
+the per-submission time limit, `diagnose-eval`'s exit status,
+`python -m autograder.platforms.gradescope --from-json`, the `[gradescope] hidden_visibility`
+key, and a smoke run of `autograder benchmark`."""
 from __future__ import annotations
 
 import json

@@ -21,7 +21,7 @@ from autograder.render import render_question
 REALWORLD = sorted((SUBMISSIONS / "realworld").glob("*.py"))
 QUESTIONS = {"attention": ["softmax", "attention", "mask", "split_heads", "multi_head", "block"]}
 QUESTIONS["attention_numpy"] = QUESTIONS["attention"] + ["concepts"]
-# The README's promise, written here rather than imported from the code under test: at least
+# The promise of docs/naming-mistakes.md, written here rather than imported from the code under test: at least
 # 80% of the lost questions of each track name a cause of the right kind.
 PROMISED_SHARE = 0.8
 

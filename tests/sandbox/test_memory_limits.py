@@ -201,11 +201,11 @@ def _own_files() -> list[str]:
 def _level(level: str) -> str:
     """Skip (saying why) where the level is impossible here, fail where it should work;
     `rlimits` without root has no namespaces: what it leaves in shared places is bounded by
-    nothing but the machine (stated in the README)."""
+    nothing but the machine (stated in docs/how-grading-works.md)."""
     require_level(level)
     if level == "rlimits" and os.geteuid() != 0:
         pytest.skip("rlimits without root has no namespaces: shared memory and files there are "
-                    "bounded by nothing but the machine (stated in the README)")
+                    "bounded by nothing but the machine (stated in docs/how-grading-works.md)")
     return level
 
 
@@ -266,7 +266,7 @@ def test_a_full_tmpfs_is_a_memory_error_not_a_crash():
 def test_without_worker_namespaces_what_a_worker_leaves_is_removed(level):
     """Where workers cannot have mount and IPC namespaces of their own (bubblewrap without
     root), the fork server removes the IPC objects and temporary files of the worker's user
-    after each worker. Shared memory is then not capped while the worker runs (README)."""
+    after each worker. Shared memory is then not capped while the worker runs (docs/how-grading-works.md)."""
     from autograder.assignment import load_assignment
     from autograder.grade import grade_submission
     from autograder.sandbox import Sandbox

@@ -257,7 +257,7 @@ def test_rlimits_level_as_root_still_leaves_nothing(tmp_path, grader_tmp):
     creates survives (its own PID, mount and IPC namespaces)."""
     if os.geteuid() != 0:
         pytest.skip("without root, `rlimits` has no namespaces: files and IPC objects a worker "
-                    "leaves in shared places survive it (stated in the README)")
+                    "leaves in shared places survive it (stated in docs/how-grading-works.md)")
     folder = tmp_path / "class"
     _build(folder)
     (folder / "a_reader.py").unlink()
