@@ -38,14 +38,7 @@ EXCLUDED = {
 
 # Blocks broken today, each being fixed in the engine. They run and must fail (strict xfail):
 # once fixed they pass, the xfail turns into a failure, and the entry must be removed.
-KNOWN_BROKEN = {
-    ("docs/platforms.md", "AUTOGRADER_PYTHON=.venv/bin/python"):
-        "run_autograder runs a relative AUTOGRADER_PYTHON after changing into source/: exit 127 "
-        "inside, a results.json of score 0",
-    ("docs/platforms.md", "CLASSROOM50_BUNDLE_DIR=dist/attention-classroom50"):
-        "autograder.py resolves a relative CLASSROOM50_BUNDLE_DIR against its own folder: "
-        "a traceback",
-}
+KNOWN_BROKEN: dict[tuple[str, str], str] = {}
 
 FENCE = re.compile(r"^( {0,3})(`{3,}|~{3,})\s*([\w+-]*)")
 MARKER = re.compile(r"^<!-- (exit|output|file): (.*?) -->$")
