@@ -156,7 +156,14 @@ def cmd_grade(args) -> int:
         term.close()
     results = [g.result for g in graded]
     qids = [q.id for q in assignment.questions if not args.question or q.id in args.question]
-    print(summary_table(results, qids))
+    if term is not None:
+        standings = [term.standing(g) for g in graded]
+        late_policy = term.late_policy_text()
+    else:
+        from .course.standing import plain_standing
+
+        standings, late_policy = [plain_standing(r) for r in results], None
+    print(summary_table(results, qids, standings, late_policy))
     cached = sum(g.cached for g in graded)
     level = sandbox_description(graded)
     if level:
@@ -170,9 +177,11 @@ def cmd_grade(args) -> int:
             print(submission_text(r))
     if out:
         flags = repository_flags(assignment, graded)
-        files = write_reports(out, assignment, results, flags, extra, similarity=similar)
+        files = write_reports(out, assignment, results, flags, extra, similarity=similar,
+                              standings=standings, late_policy=late_policy)
         print(f"wrote {files['csv']}, {files['json']}, {files['html']} and "
-              f"{len(results)} feedback files in {files['feedback']}")
+              f"{len(results)} feedback files (.md, and .html for a browser) in "
+              f"{files['feedback']}")
         lms = term.write_lms(out, graded, extra) if term is not None else None
         if lms is not None:
             print(f"wrote {lms} (for the LMS gradebook import)")
