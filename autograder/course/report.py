@@ -193,7 +193,7 @@ def html_report(assignment: Assignment, results: list[SubmissionResult],
     problems, missing = [], []
     for r in results:
         if r.missing:
-            missing.append({"student": r.student or r.path, "path": r.path, "why": r.error or ""})
+            missing.append({"student": r.student or r.path, "why": r.error or ""})
             continue
         bad = [_problem(qid, q) for qid, q in r.questions.items()
                if q.status in PROBLEM_STATUSES]
@@ -216,6 +216,7 @@ def html_report(assignment: Assignment, results: list[SubmissionResult],
     return _templates().get_template("report.html.j2").render(
         title=assignment.title, assignment=assignment.name, n=len(results),
         n_handed_in=len(handed_in), missing=missing, late_policy=late_policy,
+        missing_status=QuestionStatus.MISSING,
         statistics_rule=statistics_rule(late_policy, len(missing)),
         generated=time.strftime("%Y-%m-%d %H:%M"),
         sandbox=next((r.sandbox for r in results if r.sandbox), None),

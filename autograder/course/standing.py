@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..results import SubmissionResult
+from ..status import QuestionStatus
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,8 @@ def statistics_rule(late_policy: str | None, missing: int) -> str:
     if late_policy:
         rule += " Question means and plots use the question scores, before any late penalty."
     if missing:
-        who = "1 missing student (no submission) is" if missing == 1 else \
-            f"{missing} missing students (no submission) are"
+        word = QuestionStatus.MISSING
+        who = f"1 {word} student (no submission) is" if missing == 1 else \
+            f"{missing} {word} students (no submission) are"
         rule += f" The {who} not counted in any statistic; gradebook.csv gives 0."
     return rule

@@ -66,3 +66,26 @@ def test_report_template_autoescapes():
     template = (Path(report.__file__).parent / "templates" / "report.html.j2").read_text()
     assert "|safe" not in template.replace(" ", "") and "autoescape false" not in template
     assert env.get_template("report.html.j2")
+
+
+def test_feedback_pages_carry_no_markup_from_students(hostile_names):
+    """The feedback pages report.html links (feedback/*.html, beside each .md) are escaped by
+    their template as the report is: a name or message shows as text, never as markup."""
+    feedback = hostile_names["out"] / "feedback"
+    pages = sorted(feedback.glob("*.html"))
+    assert len(pages) == len(list(feedback.glob("*.md"))) > len(NAMES)
+    texts = [page.read_text() for page in pages]
+    for text in texts:
+        parser = _Tags()
+        parser.feed(text)
+        assert not {tag for tag, _ in parser.tags} & {"script", "img", "iframe", "object"}
+        assert not any(name.startswith("on") for _, attrs in parser.tags for name in attrs)
+        assert not any(attrs.get("href", "").startswith("javascript")
+                       for _, attrs in parser.tags)
+    shown = "\n".join(texts)
+    assert "feedback for &lt;script&gt;alert(1)&lt;/script&gt;</h1>" in shown
+    assert "&lt;script&gt;alert(3)&lt;/script&gt;" in shown    # the message quoting markup
+    assert "feedback for {{ 7*7 }} &amp; Ada</h1>" in shown
+    template = (Path(__file__).resolve().parents[2] / "autograder" / "course" / "templates"
+                / "feedback.html.j2").read_text()
+    assert "|safe" not in template.replace(" ", "") and "autoescape false" not in template
