@@ -20,7 +20,7 @@ def question_lines(q: QuestionResult, *, show_passed: bool = False) -> list[str]
     view = render_question(q)
     lines = [f"[{MARKS.get(view.status, '?')}] {q.id}: {_num(view.score)}/"
              f"{_num(view.max_score)} ({view.status})"]
-    if view.not_attempted:
+    if view.summarised:
         return lines + [f"       {visible(m)}" for m in view.todo]
     for c in view.cases:
         if c.passed:
@@ -57,25 +57,42 @@ def submission_text(result: SubmissionResult, *, show_passed: bool = False) -> s
     return "\n".join(lines)
 
 
-def summary_table(results: list[SubmissionResult], question_ids: list[str]) -> str:
-    """One row per submission, one column per question, for the instructor's terminal."""
+def summary_table(results: list[SubmissionResult], question_ids: list[str],
+                  standings: list | None = None, late_policy: str | None = None) -> str:
+    """One row per submission, one column per question, for the instructor's terminal.
+    `standings` (`course.standing.Standing`, one per result) with a `late_policy` add the days
+    late and the adjusted total, the one that counts, after the total."""
     labels = [visible(r.student or r.path) for r in results]
     width = min(max([10] + [len(label) for label in labels]), 48)
-    cols = [max(len(q), 7) for q in question_ids]
-    header = f"{'submission':<{width}}  " + "  ".join(
-        f"{q:>{w}}" for q, w in zip(question_ids, cols)) + "    total"
-    lines = [header, "-" * len(header)]
-    for r, label in zip(results, labels):
-        name = label if len(label) <= width else "…" + label[-(width - 1):]
+    rows = []
+    for r in results:
         cells = []
-        for q, w in zip(question_ids, cols):
+        for q in question_ids:
             qr = r.questions.get(q)
             cell = "-" if qr is None else f"{_num(qr.score)}/{_num(qr.max_score)}"
             if qr is not None and qr.status in SHORT:
                 cell = SHORT[qr.status] + " " + cell
-            cells.append(f"{cell:>{w}}")
+            cells.append(cell)
+        rows.append(cells)
+    # A column as wide as its widest cell ("missing 0/6" is wider than most question ids).
+    cols = [max([len(q), 7] + [len(cells[i]) for cells in rows])
+            for i, q in enumerate(question_ids)]
+    late = late_policy is not None and standings is not None
+    header = f"{'submission':<{width}}  " + "  ".join(
+        f"{q:>{w}}" for q, w in zip(question_ids, cols)) + "    total" + \
+        ("  days late  adjusted" if late else "")
+    lines = [header, "-" * len(header)]
+    for i, (r, label, cells) in enumerate(zip(results, labels, rows)):
+        name = label if len(label) <= width else "…" + label[-(width - 1):]
         mark = review_mark(r)
-        lines.append(f"{name:<{width}}  " + "  ".join(cells) +
-                     f"  {_num(r.score):>4}/{_num(r.max_score)}" + (f"  {mark}" if mark else ""))
+        line = f"{name:<{width}}  " + "  ".join(f"{c:>{w}}" for c, w in zip(cells, cols)) + \
+            f"  {_num(r.score):>4}/{_num(r.max_score)}"
+        if late:
+            st = standings[i]
+            days = "-" if st.missing else str(st.days_late)
+            line += f"  {days:>9}  {_num(st.counted):>8}"
+        lines.append(line + (f"  {mark}" if mark else ""))
+    if late:
+        lines.append(f"adjusted: the total less {visible(late_policy)}; the total that counts "
+                     "(gradebook.csv)")
     return "\n".join(lines)
-

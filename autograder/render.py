@@ -88,6 +88,16 @@ class QuestionView:
         return self.status == QuestionStatus.NOT_ATTEMPTED
 
     @property
+    def missing(self) -> bool:
+        return self.status == QuestionStatus.MISSING
+
+    @property
+    def summarised(self) -> bool:
+        """Not attempted (its `todo` lines say what it says) or missing (the row says why):
+        its cases are not listed one by one."""
+        return self.not_attempted or self.missing
+
+    @property
     def is_stub(self) -> bool:
         """Not attempted because the stub still raises NotImplementedError."""
         return self.todo == [STUB_LINE]

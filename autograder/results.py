@@ -91,6 +91,13 @@ class SubmissionResult:
     def max_score(self) -> float:
         return round(sum(q.max_score for q in self.questions.values()), 6)
 
+    @property
+    def missing(self) -> bool:
+        """No submission was graded (every question "missing"): a row the class statistics
+        leave out."""
+        return bool(self.questions) and all(q.status == QuestionStatus.MISSING
+                                            for q in self.questions.values())
+
     def to_json(self) -> dict:
         data = {"path": self.path, "score": self.score, "max_score": self.max_score,
                 "error": self.error, "sandbox": self.sandbox, "seconds": round(self.seconds, 3),

@@ -4,7 +4,10 @@ Every module that writes or compares a status uses these enums. They are `StrEnu
 are the strings of the JSON contract (``json.dumps`` writes the value), so grades.json, the
 Gradescope and Classroom outputs and the report keep the same words as before.
 
-Two statuses are kept apart from the student's own errors:
+Three statuses are kept apart from the student's own errors:
+
+* ``missing``: there is no submission to grade (a roster student without one, or a repository
+  with nothing of the student's before the due date): not an error of the student's code;
 
 * ``integrity``: the submission modifies the grader (flagged for review);
 * ``internal error``: the grader itself could not run a case (a stale snapshot, a broken
@@ -28,6 +31,7 @@ class CaseStatus(enum.StrEnum):
     FORBIDDEN = "forbidden"
     INTEGRITY = "integrity"
     INTERNAL_ERROR = "internal_error"
+    MISSING = "missing"
 
 
 class QuestionStatus(enum.StrEnum):
@@ -41,11 +45,13 @@ class QuestionStatus(enum.StrEnum):
     FORBIDDEN = "forbidden call"
     INTEGRITY = "integrity"
     INTERNAL_ERROR = "internal error"
+    MISSING = "missing"
 
 
 # A case status that decides its question's status whatever the others, most telling first:
 # tampering and the grader's own failure outrank what the student's code did.
 _DECISIVE = (
+    (CaseStatus.MISSING, QuestionStatus.MISSING),
     (CaseStatus.INTEGRITY, QuestionStatus.INTEGRITY),
     (CaseStatus.INTERNAL_ERROR, QuestionStatus.INTERNAL_ERROR),
     (CaseStatus.FORBIDDEN, QuestionStatus.FORBIDDEN),
@@ -82,11 +88,31 @@ MARKS = {
     QuestionStatus.NOT_ATTEMPTED: "TODO", QuestionStatus.ERROR: "ERR ",
     QuestionStatus.TIMEOUT: "TIME", QuestionStatus.MEMORY: "MEM ",
     QuestionStatus.FORBIDDEN: "FORB", QuestionStatus.INTEGRITY: "FLAG",
-    QuestionStatus.INTERNAL_ERROR: "IERR",
+    QuestionStatus.INTERNAL_ERROR: "IERR", QuestionStatus.MISSING: "MISS",
 }
 SHORT = {
     QuestionStatus.NOT_ATTEMPTED: "todo", QuestionStatus.TIMEOUT: "time",
     QuestionStatus.MEMORY: "mem", QuestionStatus.FORBIDDEN: "forb",
     QuestionStatus.ERROR: "err", QuestionStatus.INTEGRITY: "flag",
-    QuestionStatus.INTERNAL_ERROR: "ierr",
+    QuestionStatus.INTERNAL_ERROR: "ierr", QuestionStatus.MISSING: "missing",
 }
+
+
+# The kinds of problem a failing case records (`CaseResult.kind`: a check's kind, else its
+# case status), in the words the class report shows.
+KIND_WORDS = {
+    "values": "wrong values", "shape": "wrong shape", "dtype": "wrong dtype",
+    "type": "wrong type of result", "nan": "NaN or inf in the output",
+    "gradient": "wrong gradients", "property": "a required property fails",
+    "mutated": "changes its inputs", "answer": "wrong answer",
+    "dependency": "calls an unfinished function", "missing": "not defined in the file",
+    "not_attempted": "not attempted", "error": "raised an error", "failed": "failed",
+    "timeout": "time limit", "memory": "memory limit", "forbidden": "forbidden call",
+    "integrity": "flagged for review", "internal_error": "grader error",
+    "grader": "grader error",
+}
+
+
+def kind_words(kind: str) -> str:
+    """A problem kind in words (an unknown kind with its underscores as spaces)."""
+    return KIND_WORDS.get(kind, str(kind).replace("_", " "))

@@ -14,10 +14,10 @@ from autograder.status import CaseStatus, QuestionStatus, question_status
 def test_values_are_the_strings_of_the_json_contract():
     assert [s.value for s in CaseStatus] == [
         "passed", "failed", "not_attempted", "error", "timeout", "memory", "forbidden",
-        "integrity", "internal_error"]
+        "integrity", "internal_error", "missing"]
     assert [s.value for s in QuestionStatus] == [
         "passed", "partial", "failed", "not attempted", "error", "timeout", "memory limit",
-        "forbidden call", "integrity", "internal error"]
+        "forbidden call", "integrity", "internal error", "missing"]
     assert json.dumps({"s": QuestionStatus.MEMORY, "c": [CaseStatus.NOT_ATTEMPTED]}) == \
         '{"s": "memory limit", "c": ["not_attempted"]}'
 

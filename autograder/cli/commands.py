@@ -171,7 +171,14 @@ def cmd_grade(args) -> int:
         term.close()
     results = [g.result for g in graded]
     qids = [q.id for q in assignment.questions if not args.question or q.id in args.question]
-    print(summary_table(results, qids))
+    if term is not None:
+        standings = [term.standing(g) for g in graded]
+        late_policy = term.late_policy_text()
+    else:
+        from .course.standing import plain_standing
+
+        standings, late_policy = [plain_standing(r) for r in results], None
+    print(summary_table(results, qids, standings, late_policy))
     cached = sum(g.cached for g in graded)
     level = sandbox_description(graded)
     if level:
@@ -185,10 +192,11 @@ def cmd_grade(args) -> int:
             print(submission_text(r))
     if out:
         flags = repository_flags(assignment, graded, bundle)
-        files = write_reports(out, assignment, results, flags, extra, similarity=similar)
+        files = write_reports(out, assignment, results, flags, extra, similarity=similar,
+                              standings=standings, late_policy=late_policy)
         print(f"wrote {shown_path(files['csv'])}, {shown_path(files['json'])}, "
-              f"{shown_path(files['html'])} and {len(results)} feedback files in "
-              f"{shown_path(files['feedback'])}")
+              f"{shown_path(files['html'])} and {len(results)} feedback files (.md, and .html "
+              f"for a browser) in {shown_path(files['feedback'])}")
         lms = term.write_lms(out, graded, extra) if term is not None else None
         if lms is not None:
             print(f"wrote {shown_path(lms)} (for the LMS gradebook import)")

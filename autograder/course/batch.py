@@ -106,20 +106,20 @@ def grade_class(assignment: Assignment, students: list[Student], *, out: Path | 
         key = None
         if cache is not None:
             if s.file is None:
-                content = b"\0missing\0" + (s.problem or "").encode()
+                content = f"\0{_nothing_status(s)}\0{s.problem or ''}".encode()
             else:
                 content = _content_for_key(s.file)
             options = f"{questions}|{public_only}".encode()
             key = cache_key(assignment, content + options, limits)
             hit = cache.get(key)
             if hit is not None:
-                hit.path = display(str(s.file or s.folder or s.name))
+                hit.path = _shown_path(s)
                 graded[i] = Graded(s, hit, cached=s.file is not None)
                 continue
         if s.file is None:
             from ..runner import failed_everywhere  # imports otter and torch: only when needed
 
-            row = failed_everywhere(assignment, display(str(s.folder or s.name)), CaseStatus.ERROR,
+            row = failed_everywhere(assignment, _shown_path(s), _nothing_status(s),
                                     s.problem or "nothing to grade",
                                     include_hidden=not public_only)
             if cache is not None and key is not None:
@@ -157,6 +157,21 @@ def grade_class(assignment: Assignment, students: list[Student], *, out: Path | 
         g.result.notes = list(g.student.notes) + [n for n in g.result.notes
                                                   if n not in g.student.notes]
     return graded  # type: ignore[return-value]
+
+
+def _nothing_status(s: Student) -> CaseStatus:
+    """The status of a student with no file to grade: "missing" when nothing was submitted,
+    "error" when what was submitted cannot be graded (an empty folder, a link)."""
+    return CaseStatus.MISSING if s.missing else CaseStatus.ERROR
+
+
+def _shown_path(s: Student) -> str:
+    """The row's `path`: the file graded, else the student's folder; empty for a roster
+    student with neither (their name is in the student column, not a file)."""
+    where = s.file or s.folder
+    if where is None:
+        return "" if s.missing else display(s.name)
+    return display(str(where))
 
 
 class _Grader:

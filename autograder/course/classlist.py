@@ -27,6 +27,7 @@ class Student:
     file: Path | None            # the file to grade (None: nothing gradable was found)
     notes: list[str] = field(default_factory=list)
     problem: str | None = None   # why there is nothing to grade
+    missing: bool = False        # nothing was submitted (not a submission that cannot be read)
 
 
 def display(text: str) -> str:

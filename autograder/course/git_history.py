@@ -59,6 +59,10 @@ class HistoryError(Exception):
     """The repository's history cannot be read: the message says why (for the row's note)."""
 
 
+class NoFileInCommit(HistoryError):
+    """The commit holds no file to grade (no student file, no notebook)."""
+
+
 @dataclass
 class DueVersion:
     """What the due date picks in one repository."""
@@ -309,7 +313,7 @@ def read_at(folder: Path, commit: str, student_file: str, limit_py: int,
             continue
         found.append((path, mode, sha, size))
     if not found:
-        raise HistoryError(f"no {student_file} or notebook in commit {commit[:10]}")
+        raise NoFileInCommit(f"no {student_file} or notebook in commit {commit[:10]}")
     found.sort(key=lambda f: _rank(f[0], student_file))
     path, mode, sha, size = found[0]
     if mode == "120000":
@@ -330,7 +334,9 @@ def days_late(late_by: timedelta) -> int:
 
 def describe_late(late_by: timedelta) -> str:
     hours = late_by.total_seconds() / 3600
-    return f"{hours:.1f} h" if hours < 48 else f"{hours / 24:.1f} days"
+    if hours < 10:
+        return f"{hours:.1f} h"
+    return f"{hours:.0f} h" if hours < 48 else f"{hours / 24:.1f} days"
 
 
 def utc(ts: datetime) -> str:

@@ -21,9 +21,12 @@ from pathlib import Path
 
 from . import git_history
 from .classlist import Student, display
+from .standing import Standing, days_text, plain_standing
 from ..safetext import csv_cell
+from ..status import QuestionStatus
 
 NO_SUBMISSION_BEFORE_DUE = "no submission before the due date"
+NOTHING_OF_YOURS = "nothing of yours before the due date"
 
 
 @dataclass(frozen=True)
@@ -48,6 +51,11 @@ class LatePolicy:
         """The fraction of the score lost after `days` days."""
         return min(self.cap, self.percent * days) / 100.0
 
+    def __str__(self) -> str:
+        """`10 % per day late (a started day counts), at most 50 %`."""
+        cap = f", at most {self.cap:g} %" if self.cap < 100 else ""
+        return f"{self.percent:g} % per day late (a started day counts){cap}"
+
 
 @dataclass
 class DueInfo:
@@ -59,11 +67,36 @@ class DueInfo:
     no_submission: bool = False
 
 
+def commits_text(n: int) -> str:
+    return f"{n} later commit" if n == 1 else f"{n} later commits"
+
+
+def only_the_template(content: bytes, notebook: bool, templates: list[Path]) -> bool:
+    """Whether `content` is the student template itself (line endings and trailing spaces
+    aside; a notebook's code cells compared): the starter commit, none of the student's work."""
+    from ..intake.submissions import UnreadableSubmission, read_notebook
+
+    def code(raw: bytes, is_notebook: bool) -> list[str]:
+        text = raw.decode("utf-8-sig")
+        if is_notebook:
+            text = read_notebook(text).source
+        return [line.rstrip() for line in text.replace("\r\n", "\n").strip().splitlines()]
+
+    try:
+        mine = code(content, notebook)
+        return any(mine == code(t.read_bytes(), t.suffix == ".ipynb") for t in templates
+                   if (t.suffix == ".ipynb") == notebook)
+    except (OSError, UnicodeDecodeError, UnreadableSubmission):
+        return False
+
+
 def apply_due(students: list[Student], due: datetime, student_file: str, stage: Path,
-              policy: LatePolicy | None) -> dict[int, DueInfo]:
+              policy: LatePolicy | None, templates: list[Path] = ()) -> dict[int, DueInfo]:
     """Point each student in a git repository at their file as of the due time (staged in
     `stage`); {id(student): what was graded}. Folders that are not repositories are graded as
-    they are, with a note."""
+    they are, with a note. A repository whose commits before the due time hold only the
+    template (one of `templates`) or no file, and whose work all came later, is "missing"
+    (without a late policy: with one, the latest commit is graded)."""
     from ..intake.submissions import MAX_BYTES, MAX_NOTEBOOK_BYTES
 
     infos: dict[int, DueInfo] = {}
@@ -100,31 +133,46 @@ def apply_due(students: list[Student], due: datetime, student_file: str, stage: 
         if policy is not None and v.latest_late_by is not None:
             commit = v.latest
             info.days_late = git_history.days_late(v.latest_late_by)
+        later = f"{commits_text(v.later_commits)} (the latest " \
+            f"{git_history.describe_late(v.latest_late_by)} late)" if v.later_commits else ""
         if commit is None:
-            info.no_submission = True
-            s.file, s.problem = None, (f"{NO_SUBMISSION_BEFORE_DUE} ({v.later_commits} "
-                                       f"commit(s) after it, the latest "
-                                       f"{git_history.describe_late(v.latest_late_by)} late)")
+            info.no_submission, s.missing = True, True
+            s.file, s.problem = None, f"{NO_SUBMISSION_BEFORE_DUE}; {later}"
             continue
-        info.commit = commit
-        info.committed = (v.committed if commit == v.commit else v.latest_committed) or ""
+        # Work only after the due time (not graded without a late policy): the starter commit
+        # before it is none of the student's, so the row is "missing", not "not attempted".
+        all_later = commit == v.commit and v.later_commits > 0
         try:
             rel, content = git_history.read_at(s.folder, commit, student_file, MAX_BYTES,
                                                MAX_NOTEBOOK_BYTES)
+        except git_history.NoFileInCommit as e:
+            if all_later:
+                info.no_submission, s.missing = True, True
+                s.file, s.problem = None, f"{NOTHING_OF_YOURS} ({e}); {later}"
+            else:
+                s.file, s.problem = None, f"commit {commit[:10]}: {e}"
+            continue
         except git_history.HistoryError as e:
             s.file, s.problem = None, f"commit {commit[:10]}: {e}"
             continue
+        if all_later and only_the_template(content, rel.endswith(".ipynb"), list(templates)):
+            info.no_submission, s.missing = True, True
+            s.file, s.problem = None, (f"{NOTHING_OF_YOURS} (the commits before it hold only "
+                                       f"the template); {later}")
+            continue
+        info.commit = commit
+        info.committed = (v.committed if commit == v.commit else v.latest_committed) or ""
         suffix = ".ipynb" if rel.endswith(".ipynb") else ".py"
         target = stage / f"{i:05d}" / (Path(student_file).stem + suffix)
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(content)
         s.file, s.problem = target, None
         when = "the last at or before the due time" if commit == v.commit else \
-            f"the latest, {info.days_late} day(s) late"
-        later = f"; {v.later_commits} later commit(s), the latest " \
-                f"{git_history.describe_late(v.latest_late_by)} after the due time" \
-            if v.later_commits and commit == v.commit else ""
-        s.notes.insert(0, f"graded {display(rel)} at commit {commit[:10]} ({when}){later}")
+            f"the latest, {days_text(info.days_late)} late"
+        after = f"; {commits_text(v.later_commits)}, the latest " \
+                f"{git_history.describe_late(v.latest_late_by)} after the due time, not graded" \
+            if all_later else ""
+        s.notes.insert(0, f"graded {display(rel)} at commit {commit[:10]} ({when}){after}")
     return infos
 
 
@@ -189,8 +237,10 @@ class Term:
 
                 self._tmp = tempfile.TemporaryDirectory(prefix="autograder-due-")
                 stage = Path(self._tmp.name)
+            from .similarity import template_files
+
             self.due_info = apply_due(students, self.due, assignment.student_file, stage,
-                                      self.policy)
+                                      self.policy, template_files(assignment))
 
     def close(self) -> None:
         if self._tmp is not None:
@@ -218,6 +268,17 @@ class Term:
                          + (" ..." if len(self.contested) > 20 else ""))
         return [visible_line(line) for line in lines]
 
+    def standing(self, g) -> Standing:
+        """The total that counts for one graded row (see standing.py)."""
+        r, info = g.result, self.due_info.get(id(g.student))
+        if self.policy is None or info is None or not info.days_late or r.missing:
+            return plain_standing(r)
+        return Standing(r.score, r.max_score, adjusted(r.score, info, self.policy),
+                        info.days_late, self.policy.deduction(info.days_late))
+
+    def late_policy_text(self) -> str | None:
+        return str(self.policy) if self.policy is not None else None
+
     def extra(self, graded) -> list[dict]:
         """Per graded row: the columns this term adds (see write_reports)."""
         rows = []
@@ -227,9 +288,6 @@ class Term:
             member = self.members.get(id(s))
             if self.roster:
                 more["identifier"] = member.identifier if member is not None else ""
-                if member is not None and s.file is None and s.problem \
-                        and s.problem.startswith("missing:"):
-                    more["status"] = "missing"
                 if id(s) in self.ambiguous:
                     more["status"] = "ambiguous"
             if self.due is not None:
@@ -242,9 +300,9 @@ class Term:
                              "later_commits": info.later_commits if info else "",
                              "late_by_hours": info.late_by_hours if info else "",
                              "days_late": info.days_late if info else 0,
-                             "adjusted_total": adjusted(r.score, info, self.policy)})
-                if info is not None and info.no_submission:
-                    more["status"] = "missing"
+                             "adjusted_total": self.standing(g).counted})
+            if r.missing:
+                more["status"] = str(QuestionStatus.MISSING)
             rows.append(more)
         return rows
 

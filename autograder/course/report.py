@@ -16,8 +16,9 @@ from ..assignment import Assignment
 from ..render import render_question
 from ..results import SubmissionResult, mistake_counts, results_json
 from ..safetext import csv_cell, markdown_inline
-from ..status import PROBLEM_STATUSES, CaseStatus, QuestionStatus
+from ..status import PROBLEM_STATUSES, CaseStatus, QuestionStatus, kind_words
 from .pages import page_environment
+from .standing import Standing, plain_standing, statistics_rule
 
 
 # The CSV status of a row flagged for review on doubts alone (no points taken).
@@ -40,14 +41,19 @@ def _write_atomic(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def feedback_markdown(result: SubmissionResult, title: str, *, total_label: str = "Total"
-                      ) -> str:
+STUB_TEXT = "Not implemented yet: the function still raises NotImplementedError."
+
+
+def feedback_markdown(result: SubmissionResult, title: str,
+                      standing: Standing | None = None, *, total_label: str = "Total") -> str:
     """A student's feedback file. Text from the student (their name, messages quoting their
     code or exceptions, file names in notes) is escaped: it shows as written and cannot add
-    headings, totals, links or HTML. The content comes from the one case renderer."""
+    headings, totals, links or HTML. The content comes from the one case renderer; the total
+    is the one that counts (`standing`: adjusted under a late policy)."""
     md = markdown_inline
+    standing = standing or plain_standing(result)
     lines = [f"# {title}: feedback for {md(result.student or result.path)}", "",
-             f"**{total_label}: {result.score:g} / {result.max_score:g}**", ""]
+             f"**{total_label}: {standing.total_text()}**", ""]
     if result.error:
         lines += [f"> {md(result.error)}", ""]
     for note in result.notes:
@@ -56,11 +62,10 @@ def feedback_markdown(result: SubmissionResult, title: str, *, total_label: str 
         view = render_question(q)
         lines.append(f"## {q.id}: {view.score:g} / {view.max_score:g} ({view.status})")
         lines.append("")
-        if view.not_attempted:
+        if view.summarised:
             if view.is_stub:
-                lines += ["Not implemented yet: the function still raises NotImplementedError.",
-                          ""]
-            else:
+                lines += [STUB_TEXT, ""]
+            elif view.todo:
                 lines += [f"- {md(m)}" for m in view.todo] + [""]
             continue
         for c in view.cases:
@@ -79,6 +84,18 @@ def feedback_markdown(result: SubmissionResult, title: str, *, total_label: str 
     return "\n".join(lines)
 
 
+def feedback_html(result: SubmissionResult, title: str, standing: Standing | None = None,
+                  markdown_file: str = "") -> str:
+    """The feedback file as a page a browser shows (report.html links it): the same content
+    as `feedback_markdown`, escaped by the template, with text marks instead of emoji."""
+    standing = standing or plain_standing(result)
+    return page_environment().get_template("feedback.html.j2").render(
+        title=title, student=result.student or result.path, total=standing.total_text(),
+        error=result.error, notes=result.notes, stub_text=STUB_TEXT,
+        questions=[render_question(q) for q in result.questions.values()],
+        markdown_file=markdown_file)
+
+
 def _plot_png(values: list[float], maximum: float, title: str, xlabel: str) -> str:
     import matplotlib
 
@@ -87,10 +104,11 @@ def _plot_png(values: list[float], maximum: float, title: str, xlabel: str) -> s
 
     fig, ax = plt.subplots(figsize=(4.2, 2.6), dpi=100)
     if maximum <= 12 and all(float(v).is_integer() for v in values):
-        bins = [x - 0.5 for x in range(int(maximum) + 2)]
+        bins, span = [x - 0.5 for x in range(int(maximum) + 2)], None
     else:
-        bins = min(20, max(5, int(maximum)))
-    ax.hist(values, bins=bins, range=None, color="#4a7bd0", edgecolor="white")
+        # Over the whole scale, not the values' own range (adjusted totals are fractional).
+        bins, span = min(20, max(5, int(maximum))), (0, max(maximum, 1e-9))
+    ax.hist(values, bins=bins, range=span, color="#4a7bd0", edgecolor="white")
     ax.set_xlim(-0.5, maximum + 0.5)
     ax.set_title(title, fontsize=10)
     ax.set_xlabel(xlabel, fontsize=9)
@@ -134,16 +152,21 @@ def _problem(qid: str, q) -> str:
 
 def html_report(assignment: Assignment, results: list[SubmissionResult],
                 feedback_files: list[str], flags: list[dict],
-                similarity: list[dict] | None = None) -> str:
+                similarity: list[dict] | None = None, standings: list[Standing] | None = None,
+                late_policy: str | None = None) -> str:
     """`similarity`: the most similar pairs (`grade --similarity`), shown in their own section;
-    None leaves the section out."""
-    env = page_environment()
-    totals = [r.score for r in results]
+    None leaves the section out. `feedback_files`: the feedback pages linked (.html; the .md
+    beside each). `standings`: the total that counts per result, `late_policy` the policy's
+    words when one applies. The class statistics use the totals that count, and leave the
+    missing students out (`standing.statistics_rule` says so on the page)."""
+    standings = standings or [plain_standing(r) for r in results]
+    handed_in = [r for r, st in zip(results, standings) if not st.missing]
+    totals = [st.counted for st in standings if not st.missing]
     max_total = max((r.max_score for r in results), default=0.0)
-    mistakes = _named_mistakes(assignment, results)
+    mistakes = _named_mistakes(assignment, handed_in)
     questions = []
     for q in assignment.questions:
-        per = [r.questions[q.id] for r in results if q.id in r.questions]
+        per = [r.questions[q.id] for r in handed_in if q.id in r.questions]
         if not per:
             continue
         qmax = per[0].max_score
@@ -156,12 +179,15 @@ def html_report(assignment: Assignment, results: list[SubmissionResult],
             "id": q.id, "max": f"{qmax:g}", "mean": statistics.mean(qr.score for qr in per),
             "full": sum(qr.status == QuestionStatus.PASSED for qr in per),
             "statuses": sorted(statuses.items(), key=lambda kv: -kv[1]),
-            "kinds": kinds.most_common(4),
+            "kinds": [(kind_words(k), n) for k, n in kinds.most_common(4)],
             "mistakes": sorted(mistakes.get(q.id, []), key=lambda m: -m[2])[:5],
             "plot": _plot_png([qr.score for qr in per], qmax, q.id, "score"),
         })
-    problems = []
+    problems, missing = [], []
     for r in results:
+        if r.missing:
+            missing.append({"student": r.student or r.path, "why": r.error or ""})
+            continue
         bad = [_problem(qid, q) for qid, q in r.questions.items()
                if q.status in PROBLEM_STATUSES]
         flagged = [n for n in r.notes if n.startswith("integrity:")]
@@ -170,22 +196,30 @@ def html_report(assignment: Assignment, results: list[SubmissionResult],
             problems.append({"student": r.student or r.path, "path": r.path,
                              "what": "; ".join(what)})
     students = []
-    for r, fb in zip(results, feedback_files):
+    for r, fb, st in zip(results, feedback_files, standings):
         students.append({
             "name": r.student or r.path, "total": f"{r.score:g}", "max": f"{r.max_score:g}",
-            "feedback": fb,
+            "feedback": fb, "markdown": str(Path(fb).with_suffix(".md")),
+            "missing": st.missing, "days_late": "" if st.missing else st.days_late,
+            "counted": f"{st.counted:g}",
             "cells": [{"score": f"{r.questions[q['id']].score:g}",
                        "status": r.questions[q["id"]].status}
                       if q["id"] in r.questions else {"score": "-", "status": ""}
                       for q in questions]})
-    return env.get_template("report.html.j2").render(
+    return page_environment().get_template("report.html.j2").render(
         title=assignment.title, assignment=assignment.name, n=len(results),
+        n_handed_in=len(handed_in), missing=missing, late_policy=late_policy,
+        missing_status=QuestionStatus.MISSING,
+        statistics_rule=statistics_rule(late_policy, len(missing)),
         generated=time.strftime("%Y-%m-%d %H:%M"),
         sandbox=next((r.sandbox for r in results if r.sandbox), None),
         mean=statistics.mean(totals) if totals else 0.0,
         median=statistics.median(totals) if totals else 0.0, max_total=max_total,
-        full=sum(r.score == r.max_score and r.max_score > 0 for r in results),
-        total_plot=_plot_png(totals, max_total, "total scores", "total"),
+        full=sum(st.counted == st.max_score and st.max_score > 0 for st in standings
+                 if not st.missing),
+        total_plot=_plot_png(totals, max_total,
+                             "adjusted totals" if late_policy else "total scores",
+                             "adjusted total" if late_policy else "total"),
         questions=questions, problems=problems, students=students, flags=flags,
         similarity=similarity)
 
@@ -193,24 +227,30 @@ def html_report(assignment: Assignment, results: list[SubmissionResult],
 def write_reports(out: Path, assignment: Assignment, results: list[SubmissionResult],
                   flags: list[dict] | None = None,
                   extra: list[dict] | None = None,
-                  similarity: list[dict] | None = None) -> dict[str, Path]:
+                  similarity: list[dict] | None = None,
+                  standings: list[Standing] | None = None,
+                  late_policy: str | None = None) -> dict[str, Path]:
     """`extra`, one dict per result: columns added at the end of grades.csv and fields of the
     result's JSON row (roster identifier, due date); its "status" replaces the row's status.
-    `similarity` only adds a section to report.html: grades.csv and grades.json never see it."""
+    `similarity` only adds a section to report.html: grades.csv and grades.json never see it.
+    `standings` and `late_policy` (see html_report): the totals the feedback files and the
+    report show."""
     out.mkdir(parents=True, exist_ok=True)
+    standings = standings or [plain_standing(r) for r in results]
     fb_dir = out / "feedback"
     fb_dir.mkdir(exist_ok=True)
     qids = [q.id for q in assignment.questions]
     feedback_files, used = [], set()
-    for r in results:
+    for r, standing in zip(results, standings):
         name = safe_name(r.student or Path(r.path).stem)
         base, i = name, 2
         while name in used:
             name, i = f"{base}-{i}", i + 1
         used.add(name)
-        rel = f"feedback/{name}.md"
-        _write_atomic(out / rel, feedback_markdown(r, assignment.title))
-        feedback_files.append(rel)
+        _write_atomic(fb_dir / f"{name}.md", feedback_markdown(r, assignment.title, standing))
+        _write_atomic(fb_dir / f"{name}.html",
+                      feedback_html(r, assignment.title, standing, f"{name}.md"))
+        feedback_files.append(f"feedback/{name}.html")
 
     buf = io.StringIO()
     writer = csv.writer(buf)
@@ -220,7 +260,8 @@ def write_reports(out: Path, assignment: Assignment, results: list[SubmissionRes
     for i, r in enumerate(results):
         more = extra[i] if extra else {}
         statuses = {q.status for q in r.questions.values()}
-        overall = QuestionStatus.INTEGRITY if has_hard_evidence(r) else \
+        overall = QuestionStatus.MISSING if r.missing else \
+            QuestionStatus.INTEGRITY if has_hard_evidence(r) else \
             QuestionStatus.ERROR if r.error else \
             next((s for s in PROBLEM_STATUSES if s in statuses),
                  REVIEW_STATUS if r.integrity else "graded")
@@ -238,6 +279,7 @@ def write_reports(out: Path, assignment: Assignment, results: list[SubmissionRes
         data["flags"] = flags
     _write_atomic(out / "grades.json", json.dumps(data, indent=2))
     _write_atomic(out / "report.html", html_report(assignment, results, feedback_files,
-                                                   flags or [], similarity))
+                                                   flags or [], similarity, standings,
+                                                   late_policy))
     return {"csv": out / "grades.csv", "json": out / "grades.json",
             "html": out / "report.html", "feedback": fb_dir}

@@ -196,7 +196,7 @@ def join(members: list[Member], students: list[Student]) -> Joined:
             missing.append(m)
             rows.append((m, Student(m.name or m.github_username or m.identifier, None, None,
                                     problem=f"missing: no submission found for "
-                                            f"{m.identifier}{who}")))
+                                            f"{m.identifier}{who}", missing=True)))
             continue
         contested.append((m, mine))
         folders = ", ".join(_folder_name(s) for s in mine)

@@ -60,7 +60,9 @@ def test_the_class_run_finishes_with_every_report(batch):
     assert r.returncode == 0, r.stderr[-3000:]
     for f in ("grades.csv", "grades.json", "report.html"):
         assert (batch["out"] / f).is_file(), f
-    assert len(list((batch["out"] / "feedback").iterdir())) == len(batch["names"])
+    feedback = batch["out"] / "feedback"
+    assert len(list(feedback.glob("*.md"))) == len(list(feedback.glob("*.html"))) == \
+        len(batch["names"])
 
 
 def test_every_submission_has_its_row_everywhere(batch):

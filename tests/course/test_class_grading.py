@@ -69,7 +69,9 @@ def test_every_student_gets_exactly_one_row(graded_class):
     assert csv_lines[0].split(",")[:8] == ["student", "file", *QUESTIONS]
     assert len(csv_lines) == 10
     feedback = sorted(p.name for p in (graded_class["out"] / "feedback").iterdir())
-    assert len(feedback) == 9
+    pages = [name for name in feedback if name.endswith(".html")]
+    assert len(pages) == 9 and feedback == sorted(
+        pages + [name.removesuffix(".html") + ".md" for name in pages])   # .md beside each
 
 
 def test_feedback_files_are_what_the_student_sees(graded_class):

@@ -63,8 +63,28 @@ def test_the_pages_environment_escapes_everything():
     assert env.from_string("{{ x }}").render(x=hostile) == \
         "&lt;script&gt;alert(1)&lt;/script&gt;&#34;&amp;"
     names = env.list_templates()
-    assert {"report.html.j2", "similarity.html.j2"} <= set(names), names
+    assert {"report.html.j2", "similarity.html.j2", "feedback.html.j2"} <= set(names), names
     for name in names:
         source = (TEMPLATES / name).read_text()
         assert "|safe" not in source.replace(" ", ""), name
         assert "autoescape false" not in source and "Markup(" not in source, name
+
+
+def test_feedback_pages_carry_no_markup_from_students(hostile_names):
+    """The feedback pages report.html links (feedback/*.html, beside each .md) are escaped by
+    their template as the report is: a name or message shows as text, never as markup."""
+    feedback = hostile_names["out"] / "feedback"
+    pages = sorted(feedback.glob("*.html"))
+    assert len(pages) == len(list(feedback.glob("*.md"))) > len(NAMES)
+    texts = [page.read_text() for page in pages]
+    for text in texts:
+        parser = _Tags()
+        parser.feed(text)
+        assert not {tag for tag, _ in parser.tags} & {"script", "img", "iframe", "object"}
+        assert not any(name.startswith("on") for _, attrs in parser.tags for name in attrs)
+        assert not any(attrs.get("href", "").startswith("javascript")
+                       for _, attrs in parser.tags)
+    shown = "\n".join(texts)
+    assert "feedback for &lt;script&gt;alert(1)&lt;/script&gt;</h1>" in shown
+    assert "&lt;script&gt;alert(3)&lt;/script&gt;" in shown    # the message quoting markup
+    assert "feedback for {{ 7*7 }} &amp; Ada</h1>" in shown

@@ -116,7 +116,7 @@ def test_two_claims_are_both_reported_and_neither_chosen(tmp_path):
 class _Graded:
     def __init__(self, student, score):
         self.student = student
-        self.result = type("R", (), {"score": score, "path": ""})()
+        self.result = type("R", (), {"score": score, "path": "", "missing": False})()
 
 
 def test_a_claimed_row_sends_no_points_to_the_lms(tmp_path, assignment_torch):
