@@ -175,7 +175,7 @@ def cmd_grade(args) -> int:
         standings = [term.standing(g) for g in graded]
         late_policy = term.late_policy_text()
     else:
-        from .course.standing import plain_standing
+        from ..course.standing import plain_standing
 
         standings, late_policy = [plain_standing(r) for r in results], None
     print(summary_table(results, qids, standings, late_policy))
