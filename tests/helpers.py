@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 ROOT = Path(__file__).resolve().parent.parent
 SUBMISSIONS = ROOT / "tests" / "submissions"
@@ -289,36 +290,42 @@ def git(repo: Path, *args: str, date: str | None = None) -> str:
 # Tests that pin a partial score derive it from the question files (which cases call which of
 # the student's functions, and their points) rather than copying today's output.
 
-def cases_of(qid: str, assignment: str = "attention") -> list[tuple[str, float, frozenset]]:
-    """(name, points, the student's functions it is given) of each case of a question, in the
-    order they run, as otter reads the question file."""
+class Case(NamedTuple):
+    name: str
+    points: float
+    functions: frozenset      # the student's functions the case is given
+    hidden: bool
+
+
+def cases_of(qid: str, assignment: str = "attention") -> list[Case]:
+    """Each case of a question, in the order they run, as otter reads the question file."""
     import inspect
 
     from autograder.assignment import load_assignment
     from autograder.runner import load_question_file
 
     test_file = load_question_file(str(load_assignment(assignment).question(qid).test_file))
-    return [(tc.name, float(tc.points or 0),
-             frozenset(inspect.signature(tc.body.test_func).parameters))
+    return [Case(tc.name, float(tc.points or 0),
+                 frozenset(inspect.signature(tc.body.test_func).parameters), bool(tc.hidden))
             for tc in test_file.test_cases]
 
 
 def points_without(qid: str, broken: set[str], assignment: str = "attention") -> float:
     """What a question gives when every case given one of the `broken` functions fails and
     the rest pass."""
-    return sum(p for _, p, fns in cases_of(qid, assignment) if not fns & set(broken))
+    return sum(c.points for c in cases_of(qid, assignment) if not c.functions & set(broken))
 
 
 def points_before(qid: str, broken: set[str], assignment: str = "attention") -> float:
     """What a question gives when the first case given a `broken` function ends the question
     (a timeout or a killed worker: the cases after it are not run)."""
     total = 0.0
-    for _, p, fns in cases_of(qid, assignment):
-        if fns & set(broken):
+    for c in cases_of(qid, assignment):
+        if c.functions & set(broken):
             break
-        total += p
+        total += c.points
     return total
 
 
 def max_points(qid: str, assignment: str = "attention") -> float:
-    return sum(p for _, p, _ in cases_of(qid, assignment))
+    return sum(c.points for c in cases_of(qid, assignment))

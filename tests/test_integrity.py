@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from helpers import QUESTIONS, SUBMISSIONS
+from helpers import QUESTIONS, SUBMISSIONS, max_points
 
 from autograder.assignment import AssignmentError
 from autograder.feedback import submission_text
@@ -18,7 +18,7 @@ from autograder.results import submission_from_json
 from autograder.static_scan import INTEGRITY_MESSAGE
 
 HOSTILE = SUBMISSIONS / "hostile"
-MAX = {"softmax": 6, "attention": 6, "mask": 6, "split_heads": 5, "multi_head": 6, "block": 6}
+MAX = {q: max_points(q) for q in QUESTIONS}     # from the question files
 
 
 @pytest.fixture(scope="module")

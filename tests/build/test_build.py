@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from otter.test_files.exception_test import ExceptionTestFile
 
-from helpers import QUESTIONS, ROOT, SUBMISSIONS, id_list, load_json, read_header, run_cli
+from helpers import (QUESTIONS, ROOT, SUBMISSIONS, cases_of, id_list, load_json, max_points,
+                     read_header, run_cli)
 
 from autograder.build import (GRADER_ONLY_KEYS, GRADER_ONLY_TABLES, BuildError, case_visibility,
                               drop_toml_tables, rewrite_toml, strip_hidden_cases)
@@ -101,8 +102,16 @@ def test_student_toml_keeps_what_students_use_and_nothing_of_the_graders(built, 
     expected = {k: v for k, v in assignment.config.items()
                 if k not in GRADER_ONLY_KEYS + GRADER_ONLY_TABLES}
     expected["template"] = f"template/{assignment.template.name}"
+    # and what the build adds: the hidden cases it cut out, as otter reads the question files
+    hidden = {q: [c.points for c in cases_of(q) if c.hidden] for q in QUESTIONS}
+    expected["hidden_cases"] = {
+        "cases": sum(len(v) for v in hidden.values()),
+        "points": sum(sum(v) for v in hidden.values()),
+        "max_score": sum(max_points(q) for q in QUESTIONS),
+        "points_by_question": {q: sum(v) for q, v in hidden.items()}}
     assert student == expected
-    comments = [line for line in text.splitlines() if line.lstrip().startswith("#")]
+    own = text.split("\n[hidden_cases]")[0]       # the build's own table has its own comments
+    comments = [line for line in own.splitlines() if line.lstrip().startswith("#")]
     original = (assignment.root / "assignment.toml").read_text()
     assert comments and all(c in original for c in comments)
     assert not any("instructor" in c.lower() or "gradescope" in c.lower() for c in comments)
