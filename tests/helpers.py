@@ -286,6 +286,21 @@ def git(repo: Path, *args: str, date: str | None = None) -> str:
                           check=True, capture_output=True, text=True).stdout
 
 
+def make_repo(root: Path, name: str, commits: list[tuple[Path, str]]) -> Path:
+    """A git repository `root/name` whose history commits each source as attention.py at the
+    committer (and author) date given."""
+    import shutil
+
+    repo = root / name
+    repo.mkdir(parents=True)
+    git(repo, "init", "-q")
+    for source, date in commits:
+        shutil.copy(source, repo / "attention.py")
+        git(repo, "add", "attention.py")
+        git(repo, "commit", "-q", "-m", "work", date=date)
+    return repo
+
+
 # ------------------------------------------------------------------ expected points, derived
 # Tests that pin a partial score derive it from the question files (which cases call which of
 # the student's functions, and their points) rather than copying today's output.

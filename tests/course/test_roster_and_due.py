@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import ROOT, SUBMISSIONS, cli_in_process, git
+from helpers import ROOT, SUBMISSIONS, cli_in_process, git, make_repo
 
 from autograder.course import git_history
 from autograder.course.classlist import Student, discover
@@ -29,15 +29,6 @@ def commit(repo: Path, source: Path, date: str, message: str = "work") -> str:
     git(repo, "add", "attention.py")
     git(repo, "commit", "-q", "-m", message, date=date)
     return git(repo, "rev-parse", "HEAD").strip()
-
-
-def make_repo(root: Path, name: str, commits: list[tuple[Path, str]]) -> Path:
-    repo = root / name
-    repo.mkdir(parents=True)
-    git(repo, "init", "-q")
-    for source, date in commits:
-        commit(repo, source, date)
-    return repo
 
 
 # ------------------------------------------------------------------ roster, no grading

@@ -8,12 +8,11 @@ rest), so three submissions and the template are graded in all."""
 import csv
 import json
 import re
-import shutil
 from pathlib import Path
 
 import pytest
 
-from helpers import ROOT, SUBMISSIONS, cli_in_process, git
+from helpers import ROOT, SUBMISSIONS, cli_in_process, make_repo
 
 CORRECT = SUBMISSIONS / "correct" / "einsum_style.py"
 WRONG = SUBMISSIONS / "wrong" / "softmax_no_max_subtraction.py"
@@ -23,14 +22,6 @@ DUE = "2026-12-01T23:59:00+01:00"
 EMOJI = re.compile("[\U0001F000-\U0001FAFF\u2600-\u27BF\u2B00-\u2BFF\uFE0F]")
 
 
-def make_repo(root: Path, name: str, commits: list[tuple[Path, str]]) -> None:
-    repo = root / name
-    repo.mkdir(parents=True)
-    git(repo, "init", "-q")
-    for source, date in commits:
-        shutil.copy(source, repo / "attention.py")
-        git(repo, "add", "attention.py")
-        git(repo, "commit", "-q", "-m", "work", date=date)
 
 
 def _run(out: Path, cls: Path, roster: Path, *extra: str) -> dict:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import ROOT, SUBMISSIONS, git, run_cli
+from helpers import ROOT, SUBMISSIONS, git, make_repo, run_cli
 
 from autograder.course import git_history
 from autograder.course.classlist import Student
@@ -28,15 +28,6 @@ DUE = "2026-12-01T23:59:00+01:00"
 YEAR_3170843 = "@100000000000000 +0000"
 
 
-def make_repo(root: Path, name: str, commits: list[tuple[Path, str]]) -> Path:
-    repo = root / name
-    repo.mkdir(parents=True)
-    git(repo, "init", "-q")
-    for source, date in commits:
-        shutil.copy(source, repo / "attention.py")
-        git(repo, "add", "attention.py")
-        git(repo, "commit", "-q", "-m", "work", date=date)
-    return repo
 
 
 def students(root: Path, *names: str) -> list[Student]:
