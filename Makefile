@@ -33,8 +33,8 @@ demo: install
 	$(VENV)/bin/autograder grade -a attention assignments/attention/examples --feedback \
 	  --out demo-results
 
-# On every core: a module's tests stay on one worker, and what is made once is shared
-# (docs/testing.md).
+# On every core (pytest-xdist): a module's tests stay on one worker, and what several modules
+# share is made once (docs/testing.md). More workers than cores measured slower here.
 PYTEST_PARALLEL := -n auto --dist loadfile
 
 test: install

@@ -114,8 +114,9 @@ def run(assignment_name: str, corpus: Path, n: int, jobs: int, otter_sample: int
 
         gradescope_memory(assignment, corpus, work, gradescope_limit)
 
-        otter_zip = _otter_zip(assignment, work)
-        if otter_zip is not None and otter_sample > 0:
+        # `otter generate` alone takes seconds: only when otter is to be timed.
+        otter_zip = _otter_zip(assignment, work) if otter_sample > 0 else None
+        if otter_zip is not None:
             sample = sorted(cls.glob("*.py"))[:otter_sample]
             times = []
             for f in sample:
@@ -127,8 +128,10 @@ def run(assignment_name: str, corpus: Path, n: int, jobs: int, otter_sample: int
             per = statistics.median(times)
             print(f"otter run: median {per:.1f} s per submission over {len(sample)} = "
                   f"{1 / per:.2f} submissions/s; autograder grade is {ours * per:.0f}x faster")
-        else:
+        elif otter_sample > 0:
             print("otter run: not measured (no otter autograder zip could be built here)")
+        else:
+            print("otter run: not measured (--otter-sample 0)")
 
         check_file = work / assignment.student_file
         shutil.copy(sorted((corpus / "correct").glob("*.py"))[0]

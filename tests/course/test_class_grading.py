@@ -183,8 +183,8 @@ def test_gradescope_export_layout(tmp_path):
 # it however loaded the machine is. Every run of the class passes the same limit (it is part
 # of the cache key). The other functions delegate to correct helpers, as in the hostile corpus.
 LOOP = "aa_loop.py"
-LOOP_LIMIT = ("--limit", "question_seconds=30")
-CLASS_SIZE = 8
+LOOP_LIMIT = ("--limit", "question_seconds=20")
+CLASS_SIZE = 6
 
 
 def _loop_class(tmp_path: Path) -> Path:
