@@ -174,6 +174,20 @@ def test_lint_knows_every_mapped_operator():
     assert missing_ops(["torch.softmax"]) == [] and "_softmax" in ROUTINE_OPS["torch.softmax"]
 
 
+def test_an_older_torch_missing_newer_operators_is_no_authoring_mistake(monkeypatch):
+    """`check` runs lint: a student's torch 2.4 lacks `_safe_softmax` (added later), which no
+    route can reach there, so it must not stop their check; on a torch as new as the table a
+    missing operator is still reported."""
+    from autograder.sandbox import forbidden_ops
+
+    monkeypatch.setitem(forbidden_ops.ROUTINE_OPS, "torch.softmax",
+                        (*forbidden_ops.ROUTINE_OPS["torch.softmax"], "_no_such_operator"))
+    assert forbidden_ops.missing_ops(["torch.softmax"], installed=(2, 4)) == []
+    assert forbidden_ops.missing_ops(["torch.softmax"], installed=(2, 13)) == \
+        ["_no_such_operator"]
+    assert forbidden_ops.missing_ops(["torch.softmax"]) == ["_no_such_operator"]   # 2.13 here
+
+
 # ------------------------------------------------------------------ the audit hook
 
 # One process imports torch once and forks a fresh child per case, as the grader's fork server
