@@ -33,10 +33,15 @@ def left_out(assignment: Assignment) -> LeftOut | None:
     table = assignment.config.get(TABLE)
     if not isinstance(table, dict) or not table.get("cases"):
         return None
-    by_question = table.get("points_by_question") or {}
-    return LeftOut(int(table["cases"]), float(table.get("points", 0)),
-                   float(table.get("max_score", 0)),
-                   {str(k): float(v) for k, v in by_question.items()})
+    # In a student's repository (the Actions step) this table is the student's to edit: a
+    # value that is not a number makes it no table, never a crash of the step.
+    try:
+        by_question = dict(table.get("points_by_question") or {})
+        return LeftOut(int(table["cases"]), float(table.get("points", 0)),
+                       float(table.get("max_score", 0)),
+                       {str(k): float(v) for k, v in by_question.items()})
+    except (TypeError, ValueError):
+        return None
 
 
 def points_heading(title: str, score: float, max_score: float, left: LeftOut | None) -> str:

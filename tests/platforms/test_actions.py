@@ -189,3 +189,18 @@ def test_outputs_are_appended_and_a_link_in_their_place_refused(tmp_path):
     with pytest.raises(OSError):
         write_outputs(link, {"score": "13"})
     assert victim.read_text() == "keep\n"
+
+
+@pytest.mark.parametrize("table", [
+    {"cases": "many", "points": 1}, {"cases": 2, "points": [1]},
+    {"cases": 2, "points_by_question": "x"}, {"cases": 2, "points_by_question": {"a": {}}},
+])
+def test_a_malformed_hidden_cases_table_is_no_table(assignment, table):
+    """The public bundle's [hidden_cases] sits in the student's own repository: an edited,
+    malformed one is read as none (the plain wording), never a crash of the step."""
+    import dataclasses
+
+    from autograder.platforms.public_only import left_out
+
+    edited = dataclasses.replace(assignment, config={**assignment.config, "hidden_cases": table})
+    assert left_out(edited) is None
