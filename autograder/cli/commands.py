@@ -147,7 +147,7 @@ def cmd_grade(args) -> int:
         threading.Thread(target=_import_quietly, args=("matplotlib.pyplot", "jinja2"),
                          daemon=True).start()
     try:
-        graded = grade_class(assignment, students, out=out, jobs=args.jobs or os.cpu_count() or 1,
+        graded = grade_class(assignment, students, out=out, jobs=args.jobs or None,
                              sandbox_level=args.sandbox, limits=limits,
                              questions=args.question or None, public_only=args.public_only,
                              share_torch=args.share_torch)
@@ -462,7 +462,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--json", help="write results as JSON to this file")
     g.add_argument("--feedback", action="store_true", help="print each submission's feedback")
     g.add_argument("--question", action="append", help="grade only this question (repeatable)")
-    g.add_argument("--jobs", type=int, default=0, help="parallel workers (default: cores)")
+    g.add_argument("--jobs", type=int, default=0,
+                   help="grading processes (default: one per core, at most one per 40 "
+                        "submissions to grade)")
     g.add_argument("--sandbox", default="auto", choices=SANDBOX_LEVELS)
     g.add_argument("--limit", action="append", metavar="NAME=VALUE",
                    help="override a limit, e.g. question_seconds=5, memory_mb=2048")

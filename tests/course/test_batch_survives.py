@@ -197,3 +197,17 @@ def test_a_fault_outside_the_grading_of_one_submission_is_still_its_row(
     assert rows["a_first.py"].score == rows["c_after.py"].score == 35
     assert rows["b_explodes.py"].error.startswith("the grader failed on this submission "
                                                   "(KeyError")
+
+
+def test_the_default_number_of_grading_processes_follows_the_class():
+    """One grading process per core, but a small class (or a rerun with a few left to grade)
+    is graded by one: each process costs two starts of torch, more than it saves below about
+    forty submissions (the measurement is in `batch.SUBMISSIONS_PER_PROCESS`'s comment)."""
+    from autograder.course.batch import SUBMISSIONS_PER_PROCESS, auto_jobs
+
+    assert auto_jobs(0, cores=2) == auto_jobs(1, cores=2) == 1
+    assert auto_jobs(SUBMISSIONS_PER_PROCESS, cores=2) == 1
+    assert auto_jobs(SUBMISSIONS_PER_PROCESS + 1, cores=2) == 2
+    assert auto_jobs(200, cores=2) == 2
+    assert auto_jobs(200, cores=8) == 200 // SUBMISSIONS_PER_PROCESS
+    assert auto_jobs(10_000, cores=8) == 8
