@@ -121,23 +121,39 @@ def graded(bundle: Path, tmp_path: Path, submission: Path | None) -> tuple[dict,
     return doc, (repo / "release-body.md").read_text(), r.stdout
 
 
-def test_correct_submission_gets_every_point(bundle, tmp_path):
-    doc, body, _ = graded(bundle, tmp_path, SUBMISSIONS / "correct" / "einsum_style.py")
+@pytest.fixture(scope="module")
+def graded_once(bundle, tmp_path_factory):
+    """`graded` of a submission, run once for the tests of this module that read the same run
+    (each reads, none changes, what the run wrote)."""
+    runs: dict[Path, tuple[dict, str, str]] = {}
+
+    def get(submission: Path) -> tuple[dict, str, str]:
+        if submission not in runs:
+            runs[submission] = graded(bundle, tmp_path_factory.mktemp("c50-" + submission.stem),
+                                      submission)
+        return runs[submission]
+    return get
+
+
+CORRECT = SUBMISSIONS / "correct" / "einsum_style.py"
+MASK_IGNORED = SUBMISSIONS / "wrong" / "mask_ignored.py"
+
+
+def test_correct_submission_gets_every_point(graded_once):
+    doc, body, _ = graded_once(CORRECT)
     assert doc["score"] == doc["max-score"] and all(t["passed"] for t in doc["tests"])
     # The graded commit's committer date, in UTC.
     assert doc["datetime"] == "2026-11-29T22:59:58Z"
     assert f"{doc['score']} / {doc['max-score']} points" in body
 
 
-def test_public_points_say_they_are_not_the_grade(bundle, tmp_path):
+def test_public_points_say_they_are_not_the_grade(graded_once, corpus_results):
     """13 / 13 from the public folder is the public cases' points: the Release, result.json's
     rows and the terminal say so, with the hidden cases' points (22) and the full total (35)
-    recorded at build time, as `autograder grade` on every case counts them."""
-    doc, body, stdout = graded(bundle, tmp_path, SUBMISSIONS / "correct" / "einsum_style.py")
-    out = tmp_path / "full.json"
-    assert run_cli("grade", "-a", NAME, str(SUBMISSIONS / "correct" / "einsum_style.py"),
-                   "--json", str(out)).returncode == 0
-    full = json.loads(out.read_text())["submissions"][0]
+    recorded at build time, as grading on every case counts them (the suite's grading of the
+    correct corpus, `autograder grade`'s rows)."""
+    doc, body, stdout = graded_once(CORRECT)
+    full = corpus_results[CORRECT.name].to_json()
     hidden = full["max_score"] - doc["max-score"]
     assert hidden > 0
     later = (f"worth {hidden:g} more points (out of {full['max_score']:g} in all), "
@@ -177,18 +193,15 @@ def test_relative_bundle_folder_is_the_callers(bundle, tmp_path):
         assert f"CLASSROOM50_BUNDLE_DIR={bad}" in lines[0] and "not the grader's folder" in lines[0]
 
 
-def test_wrong_submission_gets_partial_credit_and_feedback(bundle, tmp_path):
-    doc, body, _ = graded(bundle, tmp_path, SUBMISSIONS / "wrong" / "mask_ignored.py")
+def test_wrong_submission_gets_partial_credit_and_feedback(graded_once, grade):
+    doc, body, _ = graded_once(MASK_IGNORED)
     rows = {t["test-name"].split(" ", 1)[0]: t for t in doc["tests"]}
     assert 0 < doc["score"] < doc["max-score"]
     assert 0 < rows["mask"]["score"] < rows["mask"]["max-score"]
     assert "blocked positions" in rows["mask"]["output"] and "blocked positions" in body
-    # Same points as the sandboxed grader on the same public cases.
-    out = tmp_path / "g.json"
-    run_cli("grade", "-a", NAME, str(SUBMISSIONS / "wrong" / "mask_ignored.py"),
-            "--public-only", "--json", str(out))
-    ref = json.loads(out.read_text())["submissions"][0]
-    assert doc["score"] == ref["score"] and doc["max-score"] == ref["max_score"]
+    # Same points as the sandboxed grader on the same public cases (`grade --public-only`).
+    ref = grade(MASK_IGNORED, include_hidden=False)
+    assert doc["score"] == ref.score and doc["max-score"] == ref.max_score
 
 
 @pytest.mark.parametrize("name", ["syntax_error.py", None])
@@ -277,7 +290,7 @@ def test_what_is_missing_is_installed_and_the_rest_is_reused(bundle, tmp_path):
     assert doc["score"] == doc["max-score"]
 
 
-def test_public_folder_has_no_hidden_case_unless_asked(bundle, tmp_path):
+def test_public_folder_has_no_hidden_case_unless_asked(bundle, graded_once, tmp_path):
     from autograder.build import case_visibility
 
     def hidden_cases(folder: Path) -> int:
@@ -295,13 +308,13 @@ def test_public_folder_has_no_hidden_case_unless_asked(bundle, tmp_path):
     assert hidden_cases(full) > 0 and (full / "assignments" / NAME / "reference").is_dir()
     assert "Warning: hidden cases" in (full / "README.md").read_text()
     # With the reference there, the mistake catalogue names the mistake on the Release.
-    repo = checkout(tmp_path, SUBMISSIONS / "wrong" / "mask_ignored.py")
+    repo = checkout(tmp_path, MASK_IGNORED)
     r = run_autograder(full, repo)
     assert r.returncode == 0, r.stdout + r.stderr
     doc = json.loads((repo / "result.json").read_text())
     check_result(doc, public=False)
     assert "public cases" not in (repo / "release-body.md").read_text()   # every case is here
-    public, _, _ = graded(bundle, tmp_path / "public", SUBMISSIONS / "wrong" / "mask_ignored.py")
+    public, _, _ = graded_once(MASK_IGNORED)
     assert doc["max-score"] > public["max-score"]
     assert "likely mistake: the mask is never applied" in (repo / "release-body.md").read_text()
 
