@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import QUESTIONS, ROOT, SUBMISSIONS, cli_in_process, run_cli, settled
+from helpers import QUESTIONS, ROOT, SUBMISSIONS, cli_in_process, settled
 
 
 def make_class(root: Path) -> dict[str, str]:
@@ -116,8 +116,8 @@ def test_resume_after_kill_gives_the_same_files(clean_loop_run, tmp_path):
     done_before = len(list(cache.glob("*.json")))
     assert 3 <= done_before < CLASS_SIZE and not (resumed / "grades.json").exists()
 
-    r = run_cli("grade", "-a", "attention", str(cls), "--out", str(resumed), "--jobs", "1",
-                *LOOP_LIMIT, timeout=900)
+    r = cli_in_process("grade", "-a", "attention", str(cls), "--out", str(resumed), "--jobs",
+                       "1", *LOOP_LIMIT)
     assert r.returncode == 0
     assert f"{done_before} of {CLASS_SIZE} submissions unchanged" in r.stdout
     assert _snapshot(resumed) == clean
@@ -255,8 +255,8 @@ def clean_loop_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("loopclass")
     cls = _loop_class(root)
     out = root / "clean"
-    assert run_cli("grade", "-a", "attention", str(cls), "--out", str(out), *LOOP_LIMIT,
-                   timeout=900).returncode == 0
+    assert cli_in_process("grade", "-a", "attention", str(cls), "--out", str(out),
+                          *LOOP_LIMIT).returncode == 0
     return cls, _snapshot(out)
 
 
@@ -290,8 +290,8 @@ def test_ctrl_c_stops_a_parallel_run_at_once_and_a_rerun_finishes_it(clean_loop_
     assert _all_gone(helpers), "grading processes outlived an interrupted grader"
     assert not (out / "grades.json").exists()
 
-    assert run_cli("grade", "-a", "attention", str(cls), "--out", str(out), *LOOP_LIMIT,
-                   timeout=900).returncode == 0
+    assert cli_in_process("grade", "-a", "attention", str(cls), "--out", str(out),
+                          *LOOP_LIMIT).returncode == 0
     assert _snapshot(out) == clean
 
 
@@ -306,8 +306,7 @@ def test_grading_processes_die_with_a_killed_grader(clean_loop_run, tmp_path):
     time.sleep(1)
     assert len(list((out / ".cache").glob("*.json"))) == cached   # nobody goes on writing
 
-    r = run_cli("grade", "-a", "attention", str(cls), "--out", str(out), *LOOP_LIMIT,
-                timeout=900)
+    r = cli_in_process("grade", "-a", "attention", str(cls), "--out", str(out), *LOOP_LIMIT)
     assert r.returncode == 0
     assert f"{cached} of {CLASS_SIZE} submissions unchanged" in r.stdout
     assert _snapshot(out) == clean
