@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers import QUESTIONS, ROOT, SUBMISSIONS, copy_assignment, read_header, run_cli
+from helpers import (QUESTIONS, ROOT, SUBMISSIONS, cli_in_process, copy_assignment,
+                     read_header, run_cli)
 
 HONEST = (SUBMISSIONS / "hostile" / "honest.py").read_text()
 TEMPLATE = ROOT / "student_template" / "attention.py"
@@ -79,14 +80,15 @@ def _corpus(tmp_path: Path, diagnosis: str) -> Path:
 
 
 def test_diagnose_eval_exits_non_zero_when_a_target_is_missed(tmp_path):
-    ok = run_cli("diagnose-eval", "-a", "attention", "--corpus", str(_corpus(tmp_path,
-                                                                               "scale_by_dk")))
+    # The command's exit status as `main` returns it (in this process: no torch to start).
+    ok = cli_in_process("diagnose-eval", "-a", "attention", "--corpus",
+                        str(_corpus(tmp_path, "scale_by_dk")))
     assert ok.returncode == 0, ok.stdout + ok.stderr
     assert "names the right mistake: 1/1" in ok.stdout
     # The same file, its header now naming a mistake it does not make: 0% named right and
     # one wrong name, both targets missed.
-    missed = run_cli("diagnose-eval", "-a", "attention", "--corpus",
-                     str(_corpus(tmp_path, "no_scaling")))
+    missed = cli_in_process("diagnose-eval", "-a", "attention", "--corpus",
+                            str(_corpus(tmp_path, "no_scaling")))
     assert missed.returncode != 0, missed.stdout
     assert "names the right mistake: 0/1" in missed.stdout
 
@@ -99,7 +101,8 @@ def grades_json(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("gs")
     shutil.copy(TEMPLATE, folder / "attention.py")
     out = folder / "grades.json"
-    r = run_cli("grade", "-a", "attention", str(folder / "attention.py"), "--json", str(out))
+    r = cli_in_process("grade", "-a", "attention", str(folder / "attention.py"), "--json",
+                       str(out))
     assert r.returncode == 0, r.stderr[-2000:]
     return out
 

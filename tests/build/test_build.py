@@ -338,14 +338,21 @@ def test_otter_zip_layout(built):
 
 
 def _otter_sample(tmp_path: Path, assignment) -> list[Path]:
-    """A wrong submission per question, a forbidden call, and one as a notebook."""
+    """Wrong submissions that between them lose points on every question (the fewest the
+    corpus headers allow, picked greedily: each `otter run` is a process of its own), a
+    forbidden call, and one as a notebook."""
     from autograder.authoring.notebook import notebook_text
 
-    first: dict[str, Path] = {}
-    for f in sorted((SUBMISSIONS / "wrong").glob("*.py")):
-        first.setdefault(id_list(read_header(f)["loses"])[0], f)
-    sample = [first[q] for q in QUESTIONS] + [SUBMISSIONS / "wrong" /
-                                              "softmax_calls_torch_softmax.py"]
+    wrong = {f: set(id_list(read_header(f)["loses"]))
+             for f in sorted((SUBMISSIONS / "wrong").glob("*.py"))}
+    sample: list[Path] = []
+    uncovered = set(QUESTIONS)
+    while uncovered:
+        best = max(wrong, key=lambda f: len(wrong[f] & uncovered))   # first of the most
+        assert wrong[best] & uncovered, f"no wrong submission loses on {uncovered}"
+        sample.append(best)
+        uncovered -= wrong[best]
+    sample.append(SUBMISSIONS / "wrong" / "softmax_calls_torch_softmax.py")
     nb = tmp_path / "layer_norm_inplace.ipynb"
     nb.write_text(notebook_text(assignment, (SUBMISSIONS / "wrong" /
                                              "layer_norm_inplace.py").read_text()))
@@ -383,3 +390,6 @@ def test_otter_run_gives_the_same_scores_as_autograder_grade(built, tmp_path, as
             assert (otter_tests[qid]["score"], otter_tests[qid]["max_score"]) == \
                 (mine[qid]["score"], mine[qid]["max_score"]), (sub.name, qid)
         assert ours[sub.name]["score"] < ours[sub.name]["max_score"]
+    for qid in QUESTIONS:      # each question's lost points are compared, not only full marks
+        assert any(ours[s.name]["questions"][qid]["score"] < ours[s.name]["questions"][qid][
+            "max_score"] for s in sample), qid

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import similarity_class as cls_
-from helpers import ROOT, SUBMISSIONS, run_cli
+from helpers import ROOT, SUBMISSIONS, cli_in_process, run_cli
 
 from autograder.assignment import load_assignment
 from autograder.course.classlist import Student
@@ -289,14 +289,13 @@ def test_grade_similarity_adds_a_section_and_changes_no_grade(tmp_path):
                                             .read_text()))
     shutil.copy(SUBMISSIONS / "wrong" / "block_gelu.py", cls / "cy.py")
     out = tmp_path / "out"
-    r = run_cli("grade", "-a", "attention", str(cls), "--out", str(out), "--jobs", "1",
-                timeout=900)
+    r = cli_in_process("grade", "-a", "attention", str(cls), "--out", str(out), "--jobs", "1")
     assert r.returncode == 0, r.stderr[-3000:]
     before = {f: (out / f).read_bytes() for f in ("grades.json", "grades.csv")}
     assert 'id="similarity"' not in (out / "report.html").read_text()
     # The same class again (results from the cache), now with the similarity section.
-    r = run_cli("grade", "-a", "attention", str(cls), "--out", str(out), "--jobs", "1",
-                "--similarity", timeout=900)
+    r = cli_in_process("grade", "-a", "attention", str(cls), "--out", str(out), "--jobs", "1",
+                       "--similarity")
     assert r.returncode == 0, r.stderr[-3000:]
     assert {f: (out / f).read_bytes() for f in before} == before
     html = (out / "report.html").read_text()
