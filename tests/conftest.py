@@ -16,7 +16,6 @@ from helpers import ROOT  # noqa: E402,F401 - puts the project first on the impo
 
 from autograder.assignment import load_assignment  # noqa: E402
 from autograder.grade import check_in_process, grade_submission  # noqa: E402
-from autograder.sandbox import Sandbox  # noqa: E402
 
 
 PR_SET_CHILD_SUBREAPER = 36
@@ -39,9 +38,10 @@ def assignment():
 
 @pytest.fixture(scope="session")
 def sandbox():
-    s = Sandbox("auto")
-    yield s
-    s.close()
+    from helpers import close_session_sandbox, session_sandbox
+
+    yield session_sandbox()      # also lent to in-process grading runs (`helpers.lent_sandbox`)
+    close_session_sandbox()
 
 
 @pytest.fixture(scope="session")

@@ -2,6 +2,7 @@
 (`from helpers import ...`); fixtures live in conftest.py."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -236,13 +237,79 @@ def require_level(level: str) -> None:
         pytest.skip(f"the {level} sandbox level is impossible here: {impossible}")
 
 
+# ------------------------------------------------------------------ one sandbox per test process
+# Starting a sandbox starts a fork server that imports torch (about 2 s of CPU, waited for).
+# The `sandbox` fixture and every grading run in this process that asks for the same level
+# share one; the tests of starting and stopping sandboxes make their own (`Sandbox(...)`), and
+# grading processes of `--jobs N` start theirs in their own interpreters as always.
+
+_SESSION: dict = {}
+
+
+def session_sandbox():
+    """This test process's sandbox at the strongest level here, started on first use; started
+    again if its fork server has ended (a test that kills it spoils no later test)."""
+    from autograder.sandbox.client import Sandbox
+
+    current = _SESSION.get("sandbox")
+    if current is None or current.proc.poll() is not None:
+        current = _SESSION["sandbox"] = Sandbox("auto")
+    return current
+
+
+def close_session_sandbox() -> None:
+    current = _SESSION.pop("sandbox", None)
+    if current is not None:
+        current.close()
+
+
+class _Lent:
+    """The session's sandbox lent to one grading run: closing it gives it back."""
+
+    def __init__(self, sandbox):
+        self._sandbox = sandbox
+
+    def __getattr__(self, name: str):
+        return getattr(self._sandbox, name)
+
+    def close(self) -> None:
+        self._sandbox._drain()     # the run's last workers answered, as a real close does
+
+
+@contextlib.contextmanager
+def lent_sandbox():
+    """Within it, a grading run in this process (`grade_class`, `autograder grade` through
+    `cli_in_process`) that asks for the session sandbox's level with the default options gets
+    the session's, instead of starting a fork server of its own."""
+    import autograder.sandbox as package
+    from autograder.sandbox.client import Sandbox
+    from autograder.sandbox.levels import choose_level
+
+    def sandbox(level: str = "auto", slot: int = 0, wait: bool = True,
+                pid_namespaces: bool = True, worker_namespaces: bool = True,
+                share_torch: bool = False):
+        shared = session_sandbox()
+        if pid_namespaces and worker_namespaces and not share_torch and slot == 0 \
+                and choose_level(level) == shared.level:
+            return _Lent(shared)
+        return Sandbox(level, slot=slot, wait=wait, pid_namespaces=pid_namespaces,
+                       worker_namespaces=worker_namespaces, share_torch=share_torch)
+
+    saved = package.Sandbox
+    package.Sandbox = sandbox
+    try:
+        yield
+    finally:
+        package.Sandbox = saved
+
+
 def cli_in_process(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
     """`autograder ARGS` run by this test process (`cli.main`), for tests that are not about
     the command's own process: the same code path as `run_cli` without an interpreter's
-    start-up and torch's import (seconds each). Its output is captured as run_cli captures
+    start-up and torch's import (seconds each), and with the session's sandbox lent to it
+    (`lent_sandbox`) rather than a fork server of its own. Its output is captured as run_cli captures
     it: what this process prints, and what any process it starts writes to its stdout and
     stderr (file descriptors 1 and 2 point at files meanwhile)."""
-    import contextlib
     import io
     import tempfile
 
@@ -257,7 +324,7 @@ def cli_in_process(*args: str, cwd: Path | None = None) -> subprocess.CompletedP
         os.dup2(fd_err.fileno(), 2)
         try:
             with contextlib.chdir(cwd or ROOT), contextlib.redirect_stdout(out), \
-                    contextlib.redirect_stderr(err):
+                    contextlib.redirect_stderr(err), lent_sandbox():
                 try:
                     code = main(list(args))
                 except SystemExit as e:     # argparse's errors

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import ROOT, copy_assignment
+from helpers import ROOT, copy_assignment, lent_sandbox
 
 from autograder.course import batch
 from autograder.assignment import load_assignment
@@ -48,8 +48,9 @@ def run(course: dict, limits_override: dict | None = None) -> bool:
     assignment = load_assignment(course["folder"])
     limits = assignment.limits.override(limits_override or {})
     student = Student("ada", None, course["submission"])
-    [graded] = batch.grade_class(assignment, [student], out=course["out"], jobs=1,
-                                 sandbox_level="auto", limits=limits, progress=False)
+    with lent_sandbox():        # what is cached is the question here, not the sandbox's start
+        [graded] = batch.grade_class(assignment, [student], out=course["out"], jobs=1,
+                                     sandbox_level="auto", limits=limits, progress=False)
     assert graded.result.questions and not graded.result.error, graded.result.error
     return graded.cached
 
