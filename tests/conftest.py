@@ -135,3 +135,11 @@ def hostile_names(tmp_path_factory, worker_id):
 # one worker, so a module-scoped fixture (a class graded once) is made once per run; what
 # several modules share (`corpus_results`, `built`, `hostile_names`) is made once by
 # `_made_once`.
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """Modules holding end-to-end runs marked `slow` come first, each module's tests in their
+    order: workers are handed modules in this order, and a module of minutes handed out last
+    would leave one worker running it alone while the others wait."""
+    slow = {item.module.__name__ for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.module.__name__ not in slow)   # a stable sort
