@@ -34,8 +34,8 @@ demo: install
 	  --out demo-results
 
 # pytest-xdist, one worker more than there are cores: many tests wait on a time limit or a
-# subprocess, and a third worker on two cores fills that time (measured on 2 cores: 3 workers
-# took a tenth less time than 2, and 4 more than 3). A module's tests stay on one worker, and what several
+# subprocess, and the extra worker fills that time (on 2 cores, 3 workers took a tenth less
+# time than 2, and 4 more than 3). A module's tests stay on one worker, and what several
 # modules share is made once (docs/testing.md).
 PYTEST_WORKERS := $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 1 )))
 PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist loadfile

@@ -312,9 +312,9 @@ def cli_in_process(*args: str, cwd: Path | None = None) -> subprocess.CompletedP
     """`autograder ARGS` run by this test process (`cli.main`), for tests that are not about
     the command's own process: the same code path as `run_cli` without an interpreter's
     start-up and torch's import (seconds each), and with the session's sandbox lent to it
-    (`lent_sandbox`) rather than a fork server of its own. Its output is captured as run_cli captures
-    it: what this process prints, and what any process it starts writes to its stdout and
-    stderr (file descriptors 1 and 2 point at files meanwhile)."""
+    (`lent_sandbox`) rather than a fork server of its own. Its output is captured as run_cli
+    captures it: what this process prints, and what any process it starts writes to its
+    stdout and stderr (file descriptors 1 and 2 point at files meanwhile)."""
     import io
     import tempfile
 
