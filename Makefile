@@ -6,9 +6,16 @@ STAMP := $(VENV)/.installed
 
 .PHONY: install system-deps demo test test-fast snapshot clean
 
+# pip byte-compiles what it installs on one core; compileall does it on every core (on 2 cores
+# the install took 0.85 of the time: 101 s against 118 s, medians of 3 pairs). As with pip, a
+# file that does not compile for this Python (torch ships one in 3.12's syntax) is left
+# uncompiled, hence `-qq` and `|| true`.
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[test]'
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-compile -c constraints.txt \
+	  -e '.[test]'
+	$(PY) -m compileall -qq -j 0 --invalidation-mode timestamp \
+	  "$$($(PY) -c 'import sysconfig; print(sysconfig.get_path("purelib"))')" || true
 	touch $(STAMP)
 
 # bubblewrap gives the strongest sandbox (without it, or without root, grading degrades and
