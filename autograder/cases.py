@@ -153,7 +153,17 @@ class Question:
             exp = _reference_outcome(self.assignment, fn_name, args, kwargs, seed, grad)
         if student is None and _ctx()["record"] is not None:
             return
-        got = self._student_outcome(fn_name, student, args, kwargs, exp["upstream"], grad)
+        try:
+            got = self._student_outcome(fn_name, student, args, kwargs, exp["upstream"], grad)
+        except checks.CallStopped as e:
+            if e.routines:      # the refusal's evidence, as a check in this process lists it
+                e.record = diagnose.CheckRecord(
+                    self.assignment, self.name, fn_name, args, kwargs, exp,
+                    {"status": "error", "output": None, "grads": None, "grad_error": None,
+                     "mutated": [], "forbidden": list(e.routines), "called": [],
+                     "error": {"type": "forbidden", "message": str(e)}},
+                    seed, grad, large_inputs, tolerance)
+            raise
         # Kept for naming a known mistake later (autograder.diagnose), in this trusted process.
         record = diagnose.CheckRecord(self.assignment, self.name, fn_name, args, kwargs, exp, got,
                                       seed, grad, large_inputs, tolerance)

@@ -63,7 +63,7 @@ class RemoteFunction:
                 if found:
                     message = forbidden_message(self.__name__, routines, e.noun,
                                                 [f.describe() for f in found])
-            raise QuestionStopped(e.status, message) from None
+            raise QuestionStopped(e.status, message, routines) from None
         if outcome.get("unchecked"):
             self._session.unchecked = outcome["unchecked"]
         if self._scan is not None and self._log is not None and forbidden:

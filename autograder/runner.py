@@ -14,18 +14,20 @@ from typing import Any, Callable
 from . import diagnose
 from .assignment import Assignment
 from .cases import SHAPE_ADVICE, GraderError
-from .checks import OVERFLOW_ADVICE, CheckFailed
+from .checks import OVERFLOW_ADVICE, CallStopped, CheckFailed
 from .results import CaseResult, QuestionResult, SubmissionResult
 from .status import CaseStatus, QuestionStatus
 
 
-class QuestionStopped(Exception):
-    """The worker was stopped during a question (time or memory limit, or it died)."""
+class QuestionStopped(CallStopped):
+    """The worker was stopped during a question (time or memory limit, a refused forbidden
+    routine, or it died)."""
 
-    def __init__(self, status: str, message: str):
+    def __init__(self, status: str, message: str, routines: list[str] | None = None):
         super().__init__(message)
         self.status = CaseStatus(status)
         self.message = message
+        self.routines = list(routines or [])
 
 
 def _import_otter_test_files():
@@ -115,6 +117,8 @@ def run_question(assignment: Assignment, qid: str, env: dict[str, Any], *,
                 result.error_function = str(err.get("function") or "")
         except QuestionStopped as e:
             result.status, result.kind, result.message = e.status, e.status, e.message
+            if e.record is not None:    # a refused routine: the library shortcut is named
+                diagnose.note_check(e.record, passed=False, case=result)
             if e.status in (CaseStatus.TIMEOUT, CaseStatus.MEMORY):
                 stopped = e   # the rest of this question would hit the same wall
         except GraderError as e:
@@ -227,6 +231,7 @@ def grade_functions(assignment: Assignment, path: str, env_for_question: Callabl
     start = time.monotonic()
     results = {}
     with diagnose.Session(assignment) as diagnosis:
+        diagnosis.public_only = not include_hidden
         for q in assignment.questions:
             if questions and q.id not in questions:
                 continue

@@ -10,7 +10,9 @@ Each finding names the file, the line and the fix. Checked:
 * each question's `functions` are defined by the template (else the notebook gets a stub cell
   for a function students were never given);
 * each public case's snapshot exists and, when the reference is at hand, is what the reference
-  records today (stale snapshots make public cases fail as grader errors).
+  records today (stale snapshots make public cases fail as grader errors);
+* with the reference at hand, the catalogue of known mistakes (`catalogue_lint.py`): its rules
+  can ship and its table of outcomes on the public cases is fresh.
 
 Only `ast` and `tomllib` read the files, except for the staleness check, which runs the
 reference on the public cases as `autograder snapshot` does (nothing is written).
@@ -381,6 +383,10 @@ def lint(name_or_path: str | Path, *, snapshots: bool = True, reference: bool = 
                                             f"cases failed ({type(e).__name__}: {e})",
                                             "make the reference importable and correct"))
         errors += _check_snapshots(root, questions, fresh)
+        if fresh is not None and not errors:
+            from .catalogue_lint import mistake_errors
+
+            errors += [LintError(*found) for found in mistake_errors(root)]
     return errors
 
 
