@@ -98,6 +98,12 @@ class Session:
             [r for r, _ in self.failed if r.function == function]
 
 
+def collecting() -> bool:
+    """Whether a grading run's Session is collecting this thread's checks (else a question runs
+    on its own, as in otter's `grader.check`)."""
+    return getattr(_state, "session", None) is not None
+
+
 def runner_for(assignment: Assignment, public_only: bool) -> _Runner | None:
     """The variant engine for a submission: on the public cases alone (a student's check), with
     the outcomes the shipped table holds, so that the project's check and the bundle's name the
