@@ -17,7 +17,11 @@ def _softmax(x, dim=-1):
 
 # Compiled once per shape by torch.compile; the eager backend runs the captured graph with
 # torch's own operators (no C++ compiler needed).
-softmax = torch.compile(_softmax, backend="eager", dynamic=True)
+_compiled_softmax = torch.compile(_softmax, backend="eager", dynamic=True)
+
+
+def softmax(x, dim=-1):
+    return _compiled_softmax(x, dim)
 
 
 def causal_mask(T):
@@ -62,7 +66,11 @@ def _layer_norm(x, gamma, beta, eps=1e-5):
     return (x - mean) / torch.sqrt(var + eps) * gamma + beta
 
 
-layer_norm = torch.compile(_layer_norm, backend="eager", dynamic=True)
+_compiled_layer_norm = torch.compile(_layer_norm, backend="eager", dynamic=True)
+
+
+def layer_norm(x, gamma, beta, eps=1e-5):
+    return _compiled_layer_norm(x, gamma, beta, eps)
 
 
 def transformer_block(x, params, n_heads, mask=None):
