@@ -329,6 +329,7 @@ def cmd_sandbox(args) -> int:
     print(f"level: {s.description}")
     print(f"per-worker PID namespace: {'yes' if s.pidns else 'no'}")
     print(f"memory bounded by: {s.memory}")
+    print(f"processes: {s.processes}")
     if s.mechanisms.get("own_root"):
         print("file system: made by the fork server (system libraries, Python, the sandbox "
               "package only)")
