@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from helpers import (QUESTIONS, SUBMISSIONS, own_processes, points_before, points_without,
+from helpers import (GRADED, QUESTIONS, SUBMISSIONS, own_processes, points_before, points_without,
                      require_level, run_cli, settled)
 
 HOSTILE = SUBMISSIONS / "hostile"
@@ -224,6 +224,32 @@ EXPECTED.update({name: ZERO for name in PROVEN})
 EXPECTED.update(REVIEW)
 
 
+# Refusals installed before the student's code and never removed, and no process besides the
+# worker: a process started (at import, or while a question runs) is hard evidence; rewriting
+# what the worker reads, disarming through frames that library code hands back, or a warnings
+# filter that breaks arming code change nothing (the worker armed before the file ran).
+for _name in ("fork_bomb_bounded.py", "fork_child_lingers.py",
+              "detached_background_processes_at_import.py"):
+    REVIEW.pop(_name, None)
+PROCESS_ESCAPES = {
+    "second_process_forked_helper_softmax.py": ZERO,
+    "second_process_multiprocessing_softmax.py": {**FULL, "softmax": 0},
+    "fork_child_lingers.py": ZERO,
+    "detached_background_processes_at_import.py": ZERO,
+    "fork_bomb_bounded.py": {**FULL, "softmax": 0},
+}
+ESCAPES.update({name: "another process" for name in PROCESS_ESCAPES})
+EXPECTED.update(PROCESS_ESCAPES)
+STATUS.update({(name, q): "integrity" for name, want in PROCESS_ESCAPES.items()
+               for q, score in want.items() if score != "full"})
+ARMED_BEFORE = ("rewrite_arming_input_subclasses_softmax.py",
+                "frames_from_library_disarm_softmax.py", "warnings_filter_breaks_arming_softmax.py")
+EXPECTED.update({name: {**FULL, "softmax": 0} for name in ARMED_BEFORE})
+STATUS.update({(name, "softmax"): "forbidden call" for name in ARMED_BEFORE})
+# The scan doubts `__subclasses__`/`__globals__` and frame reads: a review flag, no points taken.
+REVIEW.update({name: {**FULL, "softmax": 0} for name in ARMED_BEFORE[:2]})
+
+
 def check_flag(name: str, row: dict) -> None:
     """A file with proof carries its findings and what it would have scored; a file the scan
     only doubts is flagged for review and lost nothing for it; no other is flagged."""
@@ -303,7 +329,9 @@ def batch(tmp_path_factory):
 @pytest.mark.slow
 def test_batch_finishes_with_a_row_for_every_submission(batch):
     r = batch["proc"]
-    assert r.returncode == 0, r.stderr[-3000:]
+    # Graded to the end; the hostile rows need the instructor (tampering flagged): status 4.
+    assert r.returncode == 4, r.stderr[-3000:]
+    assert "row(s) need you" in r.stderr
     data = json.loads(batch["out"].read_text())
     names = sorted(os.path.basename(s["path"]) for s in data["submissions"])
     assert names == batch["before"]
@@ -404,7 +432,7 @@ def test_rlimits_level_still_contains_processes_and_time(tmp_path):
     out = tmp_path / "r.json"
     r = run_cli("grade", "-a", "attention", str(tmp_path), "--json", str(out), "--sandbox",
                 "rlimits", "--limit", "question_seconds=5", "--jobs", "1", timeout=900)
-    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.returncode in GRADED, r.stderr[-2000:]
     assert "sandbox: rlimits" in r.stdout
     time.sleep(0.5)
     assert leftover_processes() == []

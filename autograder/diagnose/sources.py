@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..assignment import Assignment, AssignmentError
+from ..expected import quietly
 from ..sandbox.execute import run_call
 from ..sandbox.protocol import roundtrip_outcome
 from .catalogue import Catalogue, Mistake
@@ -143,8 +144,9 @@ class ReferenceVariants:
         fn = getattr(self._module(mistake, index), record.function, None)
         if fn is None:
             return None
-        raw = run_call(fn, record.args, record.kwargs,
-                       upstream=record.expected.get("upstream"), want_grad=grads)
+        with quietly():   # a variant is the reference's code: its warnings quote it
+            raw = run_call(fn, record.args, record.kwargs,
+                           upstream=record.expected.get("upstream"), want_grad=grads)
         return roundtrip_outcome(raw)
 
 

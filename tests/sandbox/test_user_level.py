@@ -19,7 +19,7 @@ import tempfile
 
 import pytest
 
-from helpers import (QUESTIONS, ROOT, RUN_TOKEN, SUBMISSIONS, flag_only_assignment,
+from helpers import (GRADED, QUESTIONS, ROOT, RUN_TOKEN, SUBMISSIONS, flag_only_assignment,
                      own_processes, require_level, run_cli, run_ipc_key, settled)
 
 HONEST = (SUBMISSIONS / "hostile" / "honest.py").read_text()
@@ -67,8 +67,7 @@ def softmax(x, dim=-1):
 '''
 
 LEAVER = '''
-import ctypes, os, subprocess
-from multiprocessing import shared_memory
+import ctypes, os
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -83,13 +82,12 @@ def _leave():
     _libc.shmget(@KEY@, 1 << 20, 0o666 | 0o1000)      # IPC_CREAT, never removed
     _libc.semget(@KEY@, 1, 0o666 | 0o1000)
     _libc.msgget(@KEY@, 0o666 | 0o1000)
-    try:
-        shm = shared_memory.SharedMemory(name="hostile_posix_@TOKEN@", create=True, size=4096)
-        shm.close()
+    try:        # a POSIX shared memory object (multiprocessing.shared_memory's kind)
+        os.close(os.open("/dev/shm/hostile_posix_@TOKEN@", os.O_CREAT | os.O_RDWR, 0o666))
     except OSError:
         pass
-    subprocess.Popen(["sleep", "@SLEEP@"], start_new_session=True, stdin=subprocess.DEVNULL,
-                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # No process is left: none can be started besides the worker (the seccomp filter kills a
+    # worker that tries; tests/test_hostile.py has those attacks).
 
 
 _leave()
@@ -228,7 +226,7 @@ def test_user_level_in_a_container_without_bubblewrap(tmp_path, grader_tmp):
                       "--json", str(out), "--sandbox", "user", "--jobs", "1",
                       "--limit", "question_seconds=20", "--limit", "audit_hook=0",
                 env={"TMPDIR": grader_tmp})  # native code (ctypes): the level alone
-    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.returncode in GRADED, r.stderr[-3000:]
     assert "sandbox: user" in r.stdout
     _check({os.path.basename(s["path"]): s for s in json.loads(out.read_text())["submissions"]})
     _nothing_left(before, grader_tmp)
@@ -245,7 +243,7 @@ def test_namespaces_level_hides_the_same_and_leaves_nothing(tmp_path, grader_tmp
                 str(out), "--sandbox", "namespaces", "--jobs", "1",
                 "--limit", "question_seconds=20", "--limit", "audit_hook=0",
                 env={"TMPDIR": grader_tmp})  # native code (ctypes): the level alone
-    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.returncode in GRADED, r.stderr[-3000:]
     _check({os.path.basename(s["path"]): s for s in json.loads(out.read_text())["submissions"]})
     _nothing_left(before, grader_tmp)
 
@@ -267,7 +265,7 @@ def test_rlimits_level_as_root_still_leaves_nothing(tmp_path, grader_tmp):
                 str(out), "--sandbox", "rlimits", "--jobs", "1",
                 "--limit", "question_seconds=20", "--limit", "audit_hook=0",
                 env={"TMPDIR": grader_tmp})  # native code (ctypes): the level alone
-    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.returncode in GRADED, r.stderr[-3000:]
     data = {os.path.basename(s["path"]): s for s in json.loads(out.read_text())["submissions"]}
     for name, sub in data.items():
         assert sub["score"] == sub["max_score"] == 35, (name, sub["questions"]["softmax"])
