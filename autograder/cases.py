@@ -26,7 +26,7 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import torch
@@ -68,12 +68,6 @@ def questions_in(test_file: str | Path) -> list["Question"]:
     """The Question objects a loaded question file created."""
     path = os.path.realpath(str(test_file))
     return [q for (f, _), q in list(_registry.items()) if f == path]
-
-
-# Set by `autograder.platforms.notebook_hints` (the notebook's setup cell imports it): called
-# with (record, the student's function) when a check fails outside a grading run, as otter's
-# `grader.check` runs one; returns the "likely mistake" line to add to the message, or None.
-failure_hint: Callable[[Any, Any], str | None] | None = None
 
 
 class Question:
@@ -183,10 +177,13 @@ class Question:
         except CheckFailed as e:
             e.called = got["called"]  # lets the report blame a failing helper question
             e.record = record
-            if failure_hint is not None and not diagnose.collecting():
-                hint = failure_hint(record, student)    # otter's grader.check, in a notebook
-                if hint:
-                    e.args = (f"{e.args[0] if e.args else ''}\n{hint}",)
+            if not diagnose.collecting() and _ctx()["record"] is None:
+                # Outside a grading run: otter's grader.check (a notebook) or otter's grading.
+                # Name the likely mistake as `autograder check` does.
+                from .platforms.notebook_hints import hint
+                line = hint(record, student)
+                if line:
+                    e.args = (f"{e.args[0] if e.args else ''}\n{line}",)
             raise
         diagnose.note_check(record, passed=True)
 

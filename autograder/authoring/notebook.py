@@ -77,7 +77,6 @@ if _root is not None:
         subprocess.run([sys.executable, "-m", "pip", "install", "-q", "otter-grader>=6",
                         "pandas>=2,<3"], check=True)
         import otter
-    import autograder.platforms.notebook_hints   # the checks name likely mistakes, as `check`
     grader = otter.Notebook(tests_dir=str(_root / _tests))"""
 
 
