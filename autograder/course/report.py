@@ -288,4 +288,5 @@ def write_reports(out: Path, assignment: Assignment, results: list[SubmissionRes
                                                    flags or [], similarity, standings,
                                                    late_policy, decisions))
     return {"csv": out / "grades.csv", "json": out / "grades.json",
-            "html": out / "report.html", "feedback": fb_dir}
+            "html": out / "report.html", "feedback": fb_dir,
+            "feedback_files": [out / Path(f).with_suffix(".md") for f in feedback_files]}
