@@ -294,10 +294,17 @@ def cmd_similarity(args) -> int:
         return 2
     files = write_similarity(Path(args.out), assignment, comparison, template_files(assignment),
                              args.top)
+    from ..course.similarity_report import baseline_text, verdict
+
+    copied = sum(1 for p in comparison.pairs if p.kind)
     print(f"{len(comparison.sources)} submissions compared, {len(comparison.skipped)} not "
-          f"(see the report); {len(comparison.pairs)} pairs score {args.min_score:g} or more")
+          f"(see the report); {copied} copies, {len(comparison.pairs) - copied} other pairs "
+          f"score {args.min_score:g} or more")
+    print(baseline_text(comparison))
     for p in comparison.pairs[:5]:
-        print(f"  {p.score:.2f}  {visible(p.a.student)}  {visible(p.b.student)}")
+        what = verdict(p)
+        print(f"  {p.score:.2f}  {visible(p.a.student)}  {visible(p.b.student)}"
+              + (f"  ({what})" if what else ""))
     print(f"wrote {shown_path(files['json'])} and {shown_path(files['html'])}")
     return 0
 
