@@ -19,6 +19,9 @@ class CaseResult:
     description: str = ""
     diagnosis: list[str] = field(default_factory=list)   # ids of the known mistake it shows
     hint: str = ""              # that mistake in plain words, shown under the message
+    # A hidden case's wrong output, digested (memo/answer_digest.py): for the instructor's
+    # similarity report only, never shown.
+    output_digest: str = ""
 
     @property
     def score(self) -> float:

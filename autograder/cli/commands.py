@@ -130,6 +130,9 @@ def cmd_grade(args) -> int:
         print("autograder: --similarity adds a section to report.html: give --out too",
               file=sys.stderr)
         return 2
+    if args.deliver and out is None:
+        print("autograder: --deliver writes beside the reports: give --out too", file=sys.stderr)
+        return 2
     from ..course.decisions import DecisionError
     from ..course.gradebook import Term
     from ..course.roster import RosterError
@@ -204,6 +207,8 @@ def cmd_grade(args) -> int:
               f"for a browser) in {shown_path(files['feedback'])}")
         lms = term.write_lms(out, graded, extra)
         print(f"wrote {shown_path(lms)} (for the LMS gradebook import)")
+        if args.deliver:
+            _deliver(out, assignment, graded, files["feedback_files"], term)
     for line in term.summary():
         print(line)
     if args.json:
@@ -221,6 +226,29 @@ def cmd_grade(args) -> int:
         print(f"autograder: {attention}", file=sys.stderr)
         return needs_instructor.NEEDS_INSTRUCTOR
     return 0
+
+
+def _deliver(out: Path, assignment, graded, feedback_files, term) -> None:
+    """`--deliver`: feedback commits, Feedback-PR comments, the mail-merge file (printed)."""
+    from ..course.feedback_delivery import BRANCH, deliver
+
+    done = deliver(out, assignment.title, graded, feedback_files, term.members,
+                   term.graded_commits(), term.label)
+    commits = done["commits"]
+    made = [d for d in commits if d.status == "committed"]
+    same = [d for d in commits if d.status == "unchanged"]
+    print(f"feedback branch `{BRANCH}`: {len(made)} commit(s) made, {len(same)} unchanged, in "
+          f"{len(commits)} repositories (push them: see docs/instructors.md)")
+    for d in commits:
+        if d.status == "skipped":
+            print(f"  {visible(d.student)}: not written: {visible(d.detail)}")
+    print(f"wrote {shown_path(done['comments'])} (one Feedback pull request comment per "
+          "student)")
+    if done["mail"] is not None:
+        print(f"wrote {shown_path(done['mail'])} (email,subject,body_file)")
+        if done["no_email"]:
+            print(f"  no email in the roster for: "
+                  + ", ".join(visible(n) for n in done["no_email"][:20]))
 
 
 def repository_flags(assignment, graded, bundle=None) -> list[dict]:
@@ -266,10 +294,17 @@ def cmd_similarity(args) -> int:
         return 2
     files = write_similarity(Path(args.out), assignment, comparison, template_files(assignment),
                              args.top)
+    from ..course.similarity_report import baseline_text, verdict
+
+    copied = sum(1 for p in comparison.pairs if p.kind)
     print(f"{len(comparison.sources)} submissions compared, {len(comparison.skipped)} not "
-          f"(see the report); {len(comparison.pairs)} pairs score {args.min_score:g} or more")
+          f"(see the report); {copied} copies, {len(comparison.pairs) - copied} other pairs "
+          f"score {args.min_score:g} or more")
+    print(baseline_text(comparison))
     for p in comparison.pairs[:5]:
-        print(f"  {p.score:.2f}  {visible(p.a.student)}  {visible(p.b.student)}")
+        what = verdict(p)
+        print(f"  {p.score:.2f}  {visible(p.a.student)}  {visible(p.b.student)}"
+              + (f"  ({what})" if what else ""))
     print(f"wrote {shown_path(files['json'])} and {shown_path(files['html'])}")
     return 0
 
@@ -506,6 +541,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="CSV with columns student,question,points,reason: after grading, set "
                         "that question's points (grades.json keeps the grader's too); the "
                         "student's feedback and report.html show the reason")
+    g.add_argument("--deliver", action="store_true",
+                   help="with --out: commit each student's feedback on a `feedback` branch of "
+                        "their cloned repository (nothing pushed), write a Feedback pull "
+                        "request comment per student, and with a roster's email column a "
+                        "mail-merge CSV; nothing is sent")
     g.add_argument("--similarity", action="store_true",
                    help="also compare the submissions (as `autograder similarity`) and list the "
                         "most similar pairs in report.html, for the instructor; no score changes")

@@ -279,6 +279,10 @@ class Term:
 
         return decision_rows(graded, self.extensions, self.due, self.label)
 
+    def graded_commits(self) -> dict[int, str]:
+        """{id(student): the commit graded} (with --due)."""
+        return {k: info.commit for k, info in self.due_info.items() if info.commit}
+
     def label(self, student: Student) -> str:
         """How the term's lines name a student: the roster's name when they are on it."""
         m = self.members.get(id(student))

@@ -154,10 +154,10 @@ def _problem(qid: str, q) -> str:
 
 def html_report(assignment: Assignment, results: list[SubmissionResult],
                 feedback_files: list[str], flags: list[dict],
-                similarity: list[dict] | None = None, standings: list[Standing] | None = None,
+                similarity: dict | None = None, standings: list[Standing] | None = None,
                 late_policy: str | None = None, decisions: list[dict] | None = None) -> str:
-    """`similarity`: the most similar pairs (`grade --similarity`), shown in their own section;
-    None leaves the section out. `feedback_files`: the feedback pages linked (.html; the .md
+    """`similarity`: what `similarity_report.class_section` gives (`grade --similarity`),
+    shown in its own section; None leaves the section out. `feedback_files`: the feedback pages linked (.html; the .md
     beside each). `standings`: the total that counts per result, `late_policy` the policy's
     words when one applies. The class statistics use the totals that count, and leave the
     missing students out (`standing.statistics_rule` says so on the page)."""
@@ -230,7 +230,7 @@ def html_report(assignment: Assignment, results: list[SubmissionResult],
 def write_reports(out: Path, assignment: Assignment, results: list[SubmissionResult],
                   flags: list[dict] | None = None,
                   extra: list[dict] | None = None,
-                  similarity: list[dict] | None = None,
+                  similarity: dict | None = None,
                   standings: list[Standing] | None = None,
                   late_policy: str | None = None, decisions: list[dict] | None = None,
                   file_names: list[str | None] | None = None) -> dict[str, Path]:
@@ -288,4 +288,5 @@ def write_reports(out: Path, assignment: Assignment, results: list[SubmissionRes
                                                    flags or [], similarity, standings,
                                                    late_policy, decisions))
     return {"csv": out / "grades.csv", "json": out / "grades.json",
-            "html": out / "report.html", "feedback": fb_dir}
+            "html": out / "report.html", "feedback": fb_dir,
+            "feedback_files": [out / Path(f).with_suffix(".md") for f in feedback_files]}

@@ -3,7 +3,8 @@
 Two roster formats are read:
 
 * a CSV with `identifier` and `github_username` columns (GitHub Classroom's roster export and
-  the tools that replaced it; a `name` column is kept when present, other columns are ignored);
+  the tools that replaced it; `name` and `email` columns are kept when present, other columns
+  are ignored);
 * a Gradescope export's own `submission_metadata.yml` (or the export folder holding it): each
   submitter's `:sid` (else `:email`) is the identifier, and the `submission_<id>` folder is the
   student's.
@@ -43,6 +44,7 @@ class Member:
     github_username: str = ""
     name: str = ""
     submissions: list[str] = field(default_factory=list)   # Gradescope submission folders
+    email: str = ""            # for the mail-merge file of `grade --deliver`
 
 
 @dataclass
@@ -88,9 +90,10 @@ def _csv_roster(path: Path, text: str) -> list[Member]:
         ident = (row.get(columns["identifier"]) or "").strip()
         user = (row.get(columns["github_username"]) or "").strip()
         name = (row.get(columns["name"]) or "").strip() if "name" in columns else ""
+        email = (row.get(columns["email"]) or "").strip() if "email" in columns else ""
         if not ident and not user:
             continue   # a blank line
-        members.append(Member(ident or user, user.lstrip("@"), name))
+        members.append(Member(ident or user, user.lstrip("@"), name, email=email))
     return members
 
 
@@ -114,7 +117,9 @@ def _gradescope_roster(path: Path, text: str) -> list[Member]:
             if not ident:
                 continue
             m = members.setdefault(ident, Member(ident, name=str(s.get(":name") or
-                                                                  s.get("name") or "")))
+                                                                  s.get("name") or ""),
+                                                  email=str(s.get(":email") or
+                                                            s.get("email") or "")))
             m.submissions.append(str(key))
     return list(members.values())
 
