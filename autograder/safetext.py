@@ -3,10 +3,12 @@
 Names come from folder names and Gradescope metadata; messages and quoted code come from the
 student's own process. None of it may steer the output it lands in: move the terminal's cursor,
 add a row to a table, a heading or a total to a feedback file, or a formula to a spreadsheet.
-(The HTML report is escaped by jinja2's autoescape.)
+(The HTML report is escaped by jinja2's autoescape.) The engine's own texts mark code with
+backticks; `markdown_text` and `html_text` show those spans as code, the rest as above.
 """
 from __future__ import annotations
 
+import html
 import os
 import re
 from pathlib import Path
@@ -70,3 +72,43 @@ def csv_cell(value: object) -> str:
         return f"{value:g}"
     text = str(value)
     return "'" + text if text.startswith(_FORMULA_START) else text
+
+
+# Code spans of the engine's texts (`x.amax(dim=dim, keepdim=True)` in a hint, `masked_fill` in
+# a message): shown as code in Markdown and HTML, never as escaped backticks. A span holds no
+# backtick and no line break; its content is literal in both outputs (no emphasis, link, HTML
+# or entity is recognised inside), so whatever text it holds stays inert.
+_CODE_SPAN = re.compile(r"`([^`]+)`")
+
+
+def _spans(text: object) -> list[tuple[bool, str]]:
+    """(is code, text) pieces of `text` on one line (`visible`). A text with an odd number of
+    backticks (a quoted line of the student's that holds one) has no spans: which backticks
+    pair up is not clear, so it is all shown literally."""
+    s, out, pos = visible(text), [], 0
+    if s.count("`") % 2:
+        return [(False, s)]
+    for m in _CODE_SPAN.finditer(s):
+        if m.group(1).strip():
+            out += [(False, s[pos:m.start()]), (True, m.group(1))]
+            pos = m.end()
+    return out + [(False, s[pos:])]
+
+
+def markdown_text(text: object, *, table: bool = False) -> str:
+    """An engine text (a message, a hint, a note) as inline Markdown: its code spans as code,
+    everything else literal (`markdown_inline`). In a table cell (`table`), a `|` inside a code
+    span is escaped too, as GitHub's tables split cells at it even there."""
+    out = []
+    for code, piece in _spans(text):
+        if code:
+            out.append("`" + (piece.replace("|", "\\|") if table else piece) + "`")
+        else:
+            out.append(markdown_inline(piece))
+    return "".join(out)
+
+
+def html_text(text: object) -> str:
+    """An engine text as HTML: escaped, its code spans in `<code>` elements."""
+    return "".join(f"<code>{html.escape(p)}</code>" if code else html.escape(p)
+                   for code, p in _spans(text))

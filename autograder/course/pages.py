@@ -7,8 +7,13 @@ TEMPLATES = ENGINE_DIR / "course" / "templates"
 
 
 def page_environment():
-    """Every value is escaped unless a template says otherwise (none does): a student's name,
-    message or code cannot add markup to a page."""
+    """Every value is escaped: a student's name, message or code cannot add markup to a page.
+    The `code` filter escapes too, and shows the engine's code spans (`...`) as code."""
     import jinja2
+    from markupsafe import Markup
 
-    return jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True)
+    from ..safetext import html_text
+
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True)
+    env.filters["code"] = lambda text: Markup(html_text(text))
+    return env

@@ -15,7 +15,7 @@ from pathlib import Path
 from ..assignment import Assignment
 from ..render import render_question
 from ..results import SubmissionResult, mistake_counts, results_json
-from ..safetext import csv_cell, markdown_inline
+from ..safetext import csv_cell, markdown_inline, markdown_text
 from ..status import PROBLEM_STATUSES, CaseStatus, QuestionStatus, kind_words
 from .pages import page_environment
 from .standing import Standing, plain_standing, statistics_rule
@@ -50,14 +50,14 @@ def feedback_markdown(result: SubmissionResult, title: str,
     code or exceptions, file names in notes) is escaped: it shows as written and cannot add
     headings, totals, links or HTML. The content comes from the one case renderer; the total
     is the one that counts (`standing`: adjusted under a late policy)."""
-    md = markdown_inline
+    md, text = markdown_inline, markdown_text    # `text`: the engine's texts, code as code
     standing = standing or plain_standing(result)
     lines = [f"# {title}: feedback for {md(result.student or result.path)}", "",
              f"**{total_label}: {standing.total_text()}**", ""]
     if result.error:
-        lines += [f"> {md(result.error)}", ""]
+        lines += [f"> {text(result.error)}", ""]
     for note in result.notes:
-        lines += [f"_{md(note)}_", ""]
+        lines += [f"_{text(note)}_", ""]
     for q in result.questions.values():
         view = render_question(q)
         lines.append(f"## {q.id}: {view.score:g} / {view.max_score:g} ({view.status})")
@@ -68,20 +68,20 @@ def feedback_markdown(result: SubmissionResult, title: str,
             if view.is_stub:
                 lines += [STUB_TEXT, ""]
             elif view.todo:
-                lines += [f"- {md(m)}" for m in view.todo] + [""]
+                lines += [f"- {text(m)}" for m in view.todo] + [""]
             continue
         for c in view.cases:
             if c.passed:
                 lines.append(f"- ✅ {c.tag} *{md(c.name)}*")
                 continue
-            lines.append(f"- ❌ {c.tag} *{md(c.name)}*: {md(c.first_line)}")
+            lines.append(f"- ❌ {c.tag} *{md(c.name)}*: {text(c.first_line)}")
             lines += [f"  - {md(more)}" for more in c.more_lines]
             if c.hint:
-                lines.append(f"  - 💡 {md(c.hint)}")
+                lines.append(f"  - 💡 {text(c.hint)}")
             if c.repeats:
                 lines.append(f"  - {c.repeats_line}")
         for n in view.notes:
-            lines.append(f"- {md(n)}")
+            lines.append(f"- {text(n)}")
         lines.append("")
     return "\n".join(lines)
 

@@ -41,7 +41,7 @@ from .outputs import append_line_file
 from .public_only import LeftOut, graded_later, left_out, points_heading
 from ..project import TORCH_CPU_INDEX, torch_requirement
 from ..results import SubmissionResult
-from ..safetext import markdown_inline
+from ..safetext import markdown_inline, markdown_text
 from ..status import QuestionStatus
 from ..cli.arguments import Parser, run_entry_point
 
@@ -154,6 +154,10 @@ def summary_markdown(result: SubmissionResult, title: str, left: LeftOut | None 
     from ..render import render_question
 
     md = markdown_inline
+
+    def text(t: str) -> str:      # the engine's messages, hints and notes: code as code
+        return markdown_text(t, table=True)
+
     lines = [f"### {points_heading(md(title), result.score, result.max_score, left)}", ""]
     if left:
         lines += [f"**{graded_later(left)}**", ""]
@@ -163,14 +167,14 @@ def summary_markdown(result: SubmissionResult, title: str, left: LeftOut | None 
         view = render_question(q, public_only=True)
         problems = []
         if view.not_attempted:
-            problems = ["not implemented yet"] if view.is_stub else [md(t) for t in view.todo]
+            problems = ["not implemented yet"] if view.is_stub else [text(t) for t in view.todo]
         for c in view.cases:
             if not c.passed:
-                text = f"*{md(c.name)}*: {md(c.message)}"
+                line = f"*{md(c.name)}*: {text(c.message)}"
                 if c.hint:
-                    text += f" (💡 {md(c.hint)})"
-                problems.append(text)
-        problems += [md(n) for n in view.notes]
+                    line += f" (💡 {text(c.hint)})"
+                problems.append(line)
+        problems += [text(n) for n in view.notes]
         lines.append(f"| {md(qid)} | {view.score:g} / {view.max_score:g} | {view.status} | "
                      f"{'<br>'.join(problems) or nothing_wrong} |")
     return "\n".join(lines) + "\n\n"
