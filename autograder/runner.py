@@ -121,7 +121,8 @@ def _retarget_messages(assignment: Assignment, q: QuestionResult,
       question Y");
     * NaN on large inputs while every student function this question calls passes its own
       question (large inputs included): an overflow in those is not the cause, so the advice
-      to subtract the maximum is replaced by what else gives NaN.
+      to subtract the maximum is replaced by what else gives NaN;
+    * the same advice under a case that names its mistake: the hint says what to change.
     """
     own = set(assignment.question(q.id).functions)
     helpers_pass = bool(q.called) and all(
@@ -141,6 +142,10 @@ def _retarget_messages(assignment: Assignment, q: QuestionResult,
                 f"your {' and '.join(fns)}, which {verb} question '{other}', so the shapes it "
                 f"got may come from there")
             c.message = first + newline + rest
+        if OVERFLOW_ADVICE in c.message and c.diagnosis:
+            # The named mistake says what to change; the generic advice may be what the code
+            # already does (a softmax that subtracts the whole tensor's maximum).
+            c.message = c.message.replace(OVERFLOW_ADVICE, "")
         if OVERFLOW_ADVICE in c.message and helpers_pass and \
                 any(assignment.question_of(fn) not in (None, q.id) for fn in q.called):
             c.message = c.message.replace(

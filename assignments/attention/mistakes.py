@@ -27,7 +27,7 @@ from autograder.diagnose import (Catalogue, all_of, any_of, axis_detail, changed
                                  forbidden_call, gradient_cut, lowered_precision,
                                  mixed_precision_error, nan_only_on_large_inputs,
                                  none_unhandled, normalised_along_other_axis, not_,
-                                 off_by_constant_factor, sums_to_one_along,
+                                 off_by_constant_factor, raised, sums_to_one_along,
                                  values_right_dtype_wrong)
 
 catalogue = Catalogue()
@@ -397,10 +397,11 @@ for _i, _w in enumerate([("w_q", "w_q", "w_v"), ("w_q", "w_k", "w_k"), ("w_q", "
 
 @catalogue.family("layer_norm")
 def layer_norm_family(ref, x, gamma, beta, eps=1e-5, *, unbiased=False, eps_outside=False,
-                      fixed_eps=False, over="last", stats_grad=True):
-    """The reference layer norm with knobs: the variance, where eps goes (and which eps), the
-    dimensions the statistics are taken over, and whether gradients flow through them."""
-    eps = 1e-5 if fixed_eps else eps
+                      eps_used="given", over="last", stats_grad=True):
+    """The reference layer norm with knobs: the variance, where eps goes (and which eps: the
+    one given, a fixed 1e-5, or none), the dimensions the statistics are taken over, and
+    whether gradients flow through them."""
+    eps = {"given": eps, "fixed": 1e-5, "none": 0.0}[eps_used]
     dims = {"last": (-1,), "tokens": (-2,), "batch": (0,),
             "all": tuple(range(x.ndim))}[over]
     with torch.set_grad_enabled(stats_grad and torch.is_grad_enabled()):
@@ -419,8 +420,13 @@ layer_norm_family.mistake(
     "eps_outside_sqrt", eps_outside=True, name="eps added outside the square root",
     hint="Divide by `sqrt(var + eps)`, not `sqrt(var) + eps`.")
 layer_norm_family.mistake(
-    "layer_norm_ignores_eps", fixed_eps=True, name="layer norm ignores its eps argument",
+    "layer_norm_ignores_eps", eps_used="fixed", name="layer norm ignores its eps argument",
     hint="Use the `eps` you are given, not a fixed 1e-5.")
+layer_norm_family.mistake(
+    "layer_norm_no_eps", eps_used="none", name="layer norm without eps",
+    hint="Add eps to the variance before the square root, `torch.sqrt(var + eps)`: without it every "
+         "value is slightly off, and a row whose values are (nearly) all equal divides by "
+         "(nearly) zero.")
 layer_norm_family.mistake(
     "layer_norm_global_stats", over="all", name="layer norm statistics over every element",
     hint="Normalise each token on its own: mean and variance over the last dimension "
@@ -445,11 +451,12 @@ _ACTIVATIONS = {"relu": torch.relu, "gelu": F.gelu,
 
 
 @catalogue.family("transformer_block")
-def block_family(ref, x, params, n_heads, mask=None, *, norm="post", act="relu",
-                 attention_residual=True, ffn_residual=True, pass_mask=True):
+def block_family(ref, x, params, n_heads, mask=None, *, norm="post", ffn_norm=None,
+                 act="relu", attention_residual=True, ffn_residual=True, pass_mask=True):
     """The reference block with knobs: where the norm sits (post: norm(h + f(h)); pre:
-    h + f(norm(h)); after: h + norm(f(h))), each residual, the activation, the mask."""
-    def sublayer(h, f, gamma, beta, residual):
+    h + f(norm(h)); after: h + norm(f(h))), around the attention and (`ffn_norm`, if not the
+    same) around the feed-forward layer, each residual, the activation, the mask."""
+    def sublayer(h, f, gamma, beta, residual, norm):
         ln = lambda t: ref.layer_norm(t, params[gamma], params[beta])  # noqa: E731
         if norm == "post":
             y = f(h)
@@ -463,14 +470,21 @@ def block_family(ref, x, params, n_heads, mask=None, *, norm="post", act="relu",
     def ffn(h):
         return _ACTIVATIONS[act](h @ params["w1"] + params["b1"]) @ params["w2"] + params["b2"]
 
-    h = sublayer(x, attend, "ln1_gamma", "ln1_beta", attention_residual)
-    return sublayer(h, ffn, "ln2_gamma", "ln2_beta", ffn_residual)
+    h = sublayer(x, attend, "ln1_gamma", "ln1_beta", attention_residual, norm)
+    return sublayer(h, ffn, "ln2_gamma", "ln2_beta", ffn_residual, ffn_norm or norm)
 
 
 block_family.mistake(
     "pre_norm", norm="pre", name="a pre-norm block instead of post-norm",
     hint="This block is post-norm: `h = layer_norm(x + mha(x))`, then "
          "`layer_norm(h + ffn(h))`, not `x + mha(layer_norm(x))`.")
+block_family.mistake(
+    "mixed_norm", norm="pre", ffn_norm="post",
+    name="pre-norm around one sublayer and post-norm around the other",
+    hint="This block is post-norm around both sublayers: `h = layer_norm(x + mha(x))`, then "
+         "`layer_norm(h + ffn(h))`; normalise after adding each residual, never before the "
+         "sublayer.")
+block_family.mistake("mixed_norm", alternative=1, norm="post", ffn_norm="pre")
 block_family.mistake(
     "residual_after_norm", norm="after", name="the residual added after the layer norm",
     hint="Add the residual first, then normalise the sum: `layer_norm(x + mha(x))`, not "
@@ -503,6 +517,14 @@ catalogue.rule(
     hint="The values are right, but no gradient reaches an input. Keep every step in torch "
          "tensors: a NumPy round trip, `.detach()`, `.item()` or `torch.tensor(...)` on a "
          "result disconnects it from autograd.")
+
+catalogue.rule(
+    "numpy_round_trip", when=raised("numpy()", "requires grad"),
+    name="a NumPy round trip inside the computation",
+    hint="torch refuses `.numpy()` on a tensor that needs a gradient, and its advice, "
+         "`.detach().numpy()`, would run but cut the gradient: no gradient would reach the "
+         "inputs. Keep every step in torch: `q @ k.transpose(-2, -1)`, `torch.exp`, "
+         "`x.amax(dim=-1, keepdim=True)`.")
 
 catalogue.rule(
     "float32_cast", when=any_of(lowered_precision, mixed_precision_error, computed_in_float32),

@@ -335,8 +335,8 @@ for _i, _w in enumerate([("w_q", "w_q", "w_v"), ("w_q", "w_k", "w_k"), ("w_q", "
 
 @catalogue.family("layer_norm")
 def layer_norm_family(ref, x, gamma, beta, eps=1e-5, *, unbiased=False, eps_outside=False,
-                      fixed_eps=False, over="last"):
-    eps = x.dtype.type(1e-5 if fixed_eps else eps)
+                      eps_used="given", over="last"):
+    eps = x.dtype.type({"given": eps, "fixed": 1e-5, "none": 0.0}[eps_used])
     axes = {"last": (-1,), "tokens": (-2,), "batch": (0,), "all": None}[over]
     mean = x.mean(axis=axes, keepdims=True)
     var = x.var(axis=axes, keepdims=True, ddof=1 if unbiased else 0)
@@ -352,8 +352,13 @@ layer_norm_family.mistake(
     "eps_outside_sqrt", eps_outside=True, name="eps added outside the square root",
     hint="Divide by `np.sqrt(var + eps)`, not `np.sqrt(var) + eps` (or `x.std() + eps`).")
 layer_norm_family.mistake(
-    "layer_norm_ignores_eps", fixed_eps=True, name="layer norm ignores its eps argument",
+    "layer_norm_ignores_eps", eps_used="fixed", name="layer norm ignores its eps argument",
     hint="Use the `eps` you are given, not a fixed 1e-5.")
+layer_norm_family.mistake(
+    "layer_norm_no_eps", eps_used="none", name="layer norm without eps",
+    hint="Add eps to the variance before the square root, `np.sqrt(var + eps)`: without it every "
+         "value is slightly off, and a row whose values are (nearly) all equal divides by "
+         "(nearly) zero.")
 layer_norm_family.mistake(
     "layer_norm_global_stats", over="all", name="layer norm statistics over every element",
     hint="Normalise each token on its own: mean and variance over the last axis "
@@ -387,10 +392,10 @@ _ACTIVATIONS = {"relu": lambda t: np.maximum(t, 0), "gelu": _gelu, "gelu_tanh": 
 
 
 @catalogue.family("transformer_block")
-def block_family(ref, x, params, n_heads, mask=None, *, norm="post", act="relu",
-                 attention_residual=True, ffn_residual=True, pass_mask=True):
+def block_family(ref, x, params, n_heads, mask=None, *, norm="post", ffn_norm=None,
+                 act="relu", attention_residual=True, ffn_residual=True, pass_mask=True):
     """The reference block with knobs, as in the torch track's catalogue."""
-    def sublayer(h, f, gamma, beta, residual):
+    def sublayer(h, f, gamma, beta, residual, norm):
         ln = lambda t: ref.layer_norm(t, params[gamma], params[beta])  # noqa: E731
         if norm == "post":
             y = f(h)
@@ -404,14 +409,21 @@ def block_family(ref, x, params, n_heads, mask=None, *, norm="post", act="relu",
     def ffn(h):
         return _ACTIVATIONS[act](h @ params["w1"] + params["b1"]) @ params["w2"] + params["b2"]
 
-    h = sublayer(x, attend, "ln1_gamma", "ln1_beta", attention_residual)
-    return sublayer(h, ffn, "ln2_gamma", "ln2_beta", ffn_residual)
+    h = sublayer(x, attend, "ln1_gamma", "ln1_beta", attention_residual, norm)
+    return sublayer(h, ffn, "ln2_gamma", "ln2_beta", ffn_residual, ffn_norm or norm)
 
 
 block_family.mistake(
     "pre_norm", norm="pre", name="a pre-norm block instead of post-norm",
     hint="This block is post-norm: `h = layer_norm(x + mha(x))`, then "
          "`layer_norm(h + ffn(h))`, not `x + mha(layer_norm(x))`.")
+block_family.mistake(
+    "mixed_norm", norm="pre", ffn_norm="post",
+    name="pre-norm around one sublayer and post-norm around the other",
+    hint="This block is post-norm around both sublayers: `h = layer_norm(x + mha(x))`, then "
+         "`layer_norm(h + ffn(h))`; normalise after adding each residual, never before the "
+         "sublayer.")
+block_family.mistake("mixed_norm", alternative=1, norm="post", ffn_norm="pre")
 block_family.mistake(
     "residual_after_norm", norm="after", name="the residual added after the layer norm",
     hint="Add the residual first, then normalise the sum: `layer_norm(x + mha(x))`, not "

@@ -64,9 +64,11 @@ def public_records(assignment: Assignment) -> list:
     return out
 
 
-# Combinations of more mistakes than this are not recorded (the search may still find them in
-# the instructor's grade: the student's check then names nothing there). Three or more mistakes
-# at once in one function and its helpers are rare, and they would make most of the table.
+# Combinations of a helper's mistake with more of the function's own than this makes are not
+# recorded (the search may still find them in the instructor's grade: the student's check then
+# names nothing there). A wrong helper and two mistakes of the function's own at once are rare,
+# and they would make most of the table. The function's own mistakes alone are recorded as far
+# as the search goes (`MAX_OWN`), so that a search that finds nothing ends as the grade's does.
 MAX_PARTS = 2
 
 
@@ -118,7 +120,10 @@ def covered_variants(catalogue: Catalogue, calls: dict, runner: Any, record: Any
         return out
     own = _own(runner, record)
     for base in [()] + _helper_bases(catalogue, calls, function, named_on):
-        for size in range(0, min(MAX_OWN, MAX_PARTS - len(base)) + 1):
+        # The function's own mistakes alone, as many as the search takes; with a helper's
+        # mistake, MAX_PARTS in all.
+        most = MAX_OWN if not base else min(MAX_OWN, MAX_PARTS - len(base))
+        for size in range(0, most + 1):
             if len(base) + size < 2:
                 continue
             for extra in itertools.combinations(own, size):

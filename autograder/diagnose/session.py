@@ -14,6 +14,7 @@ from ..sandbox.execute import iter_arrays
 from .catalogue import catalogue_for
 from .fallback import decide
 from .sources import OutcomeUnknown, ReferenceVariants, ShippedVariants
+from .symptoms import output_matches_reference
 from .table import load_table
 from .variants import CheckRecord, _Runner, find_matches
 
@@ -82,6 +83,10 @@ class Session:
                 case.diagnosis = found_here.ids
                 case.hint = found_here.text
                 named.setdefault(record.function, set()).update(found_here.ids)
+        try:
+            right_by_chance(runner, self.failed)
+        except OutcomeUnknown:
+            pass
         if questions:
             try:
                 add_order_notes(catalogue, questions)
@@ -96,6 +101,42 @@ class Session:
         """Every check of `function` in this submission, passed and failed."""
         return list(self.passed.get(function, [])) + \
             [r for r, _ in self.failed if r.function == function]
+
+
+BY_CHANCE = ("as your other cases show: the output is right here only because these inputs hide "
+             "the mistake (large scores saturate a softmax, for one), and the gradient still "
+             "shows it")
+
+
+def _output_right(record: CheckRecord) -> bool:
+    return record.got.get("status") == "ok" and output_matches_reference(record.evidence())
+
+
+def right_by_chance(runner: _Runner, failed: list) -> None:
+    """A case whose output is right and whose gradient is not, where the function's other
+    failing cases name one mistake: say that the output is right only by chance and name that
+    mistake (when its variant explains this case too), so that the student does not hunt a
+    gradient bug that is not there."""
+    by_function: dict[str, list] = {}
+    for record, case in failed:
+        by_function.setdefault(record.function, []).append((record, case))
+    for function, items in by_function.items():
+        elsewhere = {tuple(c.diagnosis) for r, c in items if c.diagnosis and not _output_right(r)}
+        if len(elsewhere) != 1 or len(next(iter(elsewhere))) != 1:
+            continue
+        mid = next(iter(elsewhere))[0]
+        m = runner.catalogue.mistakes.get(mid)
+        if m is None:
+            continue
+        for record, case in items:
+            if not _output_right(record) or (case.diagnosis and list(case.diagnosis) != [mid]):
+                continue
+            if not case.diagnosis and not (m.alternatives and any(
+                    runner.affects(alt, function) and runner.explains(m, i, record)
+                    for i, alt in enumerate(m.alternatives))):
+                continue
+            case.diagnosis = [mid]
+            case.hint = f"likely mistake: {m.name}, {BY_CHANCE}. {m.hint}"
 
 
 def collecting() -> bool:

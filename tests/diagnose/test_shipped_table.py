@@ -230,3 +230,21 @@ def test_lint_reports_a_rule_that_cannot_ship(tmp_path):
     r = cli_in_process("lint", "-a", str(adir))
     assert r.returncode == 1
     assert "mistake odd_rule: its when= rule cannot ship to students" in r.stderr, r.stderr
+
+
+def test_lint_reports_a_mistake_no_public_case_catches(tmp_path):
+    """Every catalogued mistake with a variant fails some public case of both tracks (lint is
+    clean above); one that no public input shows is reported."""
+    adir = copy_assignment(tmp_path / "attention_numpy", "attention_numpy")
+    mistakes = adir / "mistakes.py"
+    mistakes.write_text(mistakes.read_text() + (
+        '\n@catalogue.variant("rounds_huge_logits", "softmax", name="huge logits rounded",\n'
+        '                   hint="do not round")\n'
+        'def _(ref, x, axis=-1):\n'
+        '    return ref.softmax(np.where(np.abs(x) > 1e6, np.round(x), x), axis)\n'))
+    assert cli_in_process("snapshot", "-a", str(adir)).returncode == 0
+    r = cli_in_process("lint", "-a", str(adir))
+    assert r.returncode == 1
+    assert "no public case catches the mistake rounds_huge_logits (huge logits rounded)" \
+        in r.stderr, r.stderr
+    assert r.stderr.count("no public case catches") == 1

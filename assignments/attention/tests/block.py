@@ -6,7 +6,7 @@ from autograder.cases import Question, block_params, future_mask, randn, snapsho
 OK_FORMAT = False
 
 name = "block"
-points = 6
+points = 8
 
 q = Question(name, forbidden=["torch.nn.functional.layer_norm", "torch.layer_norm",
                               "autograd.NativeLayerNormBackward0"],
@@ -27,6 +27,25 @@ def block_small(transformer_block):
     x = randn(3, 8, seed=600)
     q.check("transformer_block", transformer_block, x, block_params(8, 16, seed=601), 2,
             expected=snapshot("block_small"))
+
+
+@test_case(name="layer_norm with eps=0.05 given", points=1, hidden=False)
+def layer_norm_given_eps(layer_norm):
+    """Row 0 varies little (variance 0.045), so the eps given (0.05 here, not the default)
+    changes the result: it belongs inside the square root, sqrt(var + eps)."""
+    x = tensor([[2.0, 2.3, 1.7, 2.0], [0.0, 1.0, 0.0, -1.0]])
+    gamma, beta = tensor([1.0, 2.0, 1.0, 0.5]), tensor([0.0, 0.1, 0.0, -0.1])
+    q.check("layer_norm", layer_norm, x, gamma, beta, eps=0.05,
+            expected=snapshot("layer_norm_given_eps"))
+
+
+@test_case(name="block with a causal mask", points=1, hidden=False)
+def block_causal(transformer_block):
+    """The mask reaches the attention inside the block; the result is (3, 8) as before."""
+    x = randn(3, 8, seed=620)
+    q.check("transformer_block", transformer_block, x,
+            block_params(8, 16, seed=621), 2, mask=future_mask(3),
+            expected=snapshot("block_causal"))
 
 
 @test_case(name="layer_norm, float64 with batch dimensions", points=1, hidden=True)

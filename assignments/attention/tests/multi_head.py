@@ -8,7 +8,7 @@ from autograder.cases import Question, attention_params, future_mask, randn, sna
 OK_FORMAT = False
 
 name = "multi_head"
-points = 6
+points = 7
 
 q = Question(name, forbidden=["torch.nn.functional.scaled_dot_product_attention",
                               "torch.nn.functional.multi_head_attention_forward",
@@ -39,6 +39,17 @@ def lesson_causal(multi_head_attention):
     x, params = lesson_inputs()
     q.check("multi_head_attention", multi_head_attention, x, params, 2, mask=future_mask(3),
             expected=snapshot("lesson_causal"))
+
+
+@test_case(name="lesson: action queries read image tokens (cross-attention)", points=1,
+           hidden=False)
+def lesson_cross_attention(multi_head_attention):
+    """Two action tokens (the queries, from x) attend over four image tokens (keys and values
+    come from `context`): one output row per action token, (2, 8)."""
+    x, context = randn(2, 8, seed=460), randn(4, 8, seed=461)
+    q.check("multi_head_attention", multi_head_attention, x,
+            attention_params(8, seed=462), 2, context=context,
+            expected=snapshot("lesson_cross_attention"))
 
 
 @test_case(name="batch, 4 heads of size 2, causal mask, float64", points=1, hidden=True)

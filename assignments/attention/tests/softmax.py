@@ -7,7 +7,7 @@ from autograder.checks import rows_sum_to_one
 OK_FORMAT = False
 
 name = "softmax"
-points = 6
+points = 7
 
 q = Question(name, forbidden=["torch.softmax", "torch.nn.functional.softmax",
                               "torch.Tensor.softmax", "torch.special.softmax",
@@ -38,6 +38,18 @@ def score_rows(softmax):
     scores = tensor([[0.707, 0.0, 0.707], [0.0, 0.707, 0.707], [0.707, 0.707, 1.414]])
     q.check("softmax", softmax, scores, expected=snapshot("score_rows"),
             props=[rows_sum_to_one(name="probabilities")])
+
+
+@test_case(name="along dim=0 of a 3-D input, logits of very different sizes", points=1,
+           hidden=False)
+def columns_far_apart(softmax):
+    """x[:, i, j] are four softmaxes of three logits each: [1000, 1001, 1002], the lesson's
+    [1, 2, 3] and [10, 20, 30], and [-1, 0, 1]. Subtracting each one's own maximum along
+    dim=0 keeps them all finite."""
+    x = tensor([[[1000.0, 1.0], [10.0, -1.0]], [[1001.0, 2.0], [20.0, 0.0]],
+               [[1002.0, 3.0], [30.0, 1.0]]])
+    q.check("softmax", softmax, x, dim=0, expected=snapshot("columns_far_apart"),
+            props=[rows_sum_to_one(dim=0, name="probabilities")], large_inputs=True)
 
 
 @test_case(name="float64 with batch dimensions", points=1, hidden=True)

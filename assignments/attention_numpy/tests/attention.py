@@ -7,7 +7,7 @@ from autograder.checks import rows_sum_to_one
 OK_FORMAT = False
 
 name = "attention"
-points = 6
+points = 7
 
 q = Question(name, forbidden=["torch.nn.functional.scaled_dot_product_attention",
                               "torch.nn.functional.multi_head_attention_forward"],
@@ -34,6 +34,17 @@ def lesson_red_block_box(scaled_dot_product_attention):
     x = array([[1.0, 0.0, 0.0, 1.0], [1.0, 1.0, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0]], "float64")
     q.check("scaled_dot_product_attention", scaled_dot_product_attention, x, x, x,
             expected=snapshot("lesson_red_block_box"), props=[weights_sum])
+
+
+@test_case(name="queries, keys and values of their own; d_v != d_k", points=1, hidden=False)
+def own_queries_keys_values(scaled_dot_product_attention):
+    """Two queries over three keys of size 4, whose values have size 2: the weights are
+    (2, 3) and the output (2, 2)."""
+    qs = array([[1.0, 0.0, 1.0, 0.0], [0.0, 2.0, 0.0, 1.0]])
+    ks = array([[1.0, 1.0, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0], [2.0, 0.0, 0.0, 1.0]])
+    vs = array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    q.check("scaled_dot_product_attention", scaled_dot_product_attention, qs, ks, vs,
+            expected=snapshot("own_queries_keys_values"), props=[weights_sum])
 
 
 @test_case(name="batch and heads, d_k != T, float32", points=1, hidden=True)

@@ -8,7 +8,7 @@ from autograder.checks import rows_sum_to_one, zero_where
 OK_FORMAT = False
 
 name = "mask"
-points = 6
+points = 7
 
 q = Question(name, forbidden=["torch.nn.functional.scaled_dot_product_attention"],
              shape_hint="the scores are (..., Tq, Tk) and Tq != Tk in some cases; the mask "
@@ -34,6 +34,19 @@ def lesson_masked_weights(scaled_dot_product_attention):
     q.check("scaled_dot_product_attention", scaled_dot_product_attention, x, x, x, mask=mask,
             expected=snapshot("lesson_masked_weights"),
             props=[weights_sum, zero_where(mask, 1)])
+
+
+@test_case(name="masked scores of size 1e4", points=1, hidden=False)
+def masked_scores_1e4(scaled_dot_product_attention):
+    """Query 0 may attend only to key 0, with a score near -1.6e4: its blocked positions must
+    still get no weight, so a fill of -1e4 is not low enough (-inf, -1e9 or finfo.min are)."""
+    qs = array([[150.0, 0.0], [0.0, 150.0], [150.0, 150.0]])
+    ks = array([[-150.0, 0.0], [0.0, 150.0], [150.0, 0.0]])
+    vs = array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    mask = to_numpy(future_mask(3))
+    q.check("scaled_dot_product_attention", scaled_dot_product_attention, qs, ks, vs, mask=mask,
+            expected=snapshot("masked_scores_1e4"), props=[weights_sum, zero_where(mask, 1)],
+            large_inputs=True)
 
 
 @test_case(name="causal_mask of other sizes", points=1, hidden=True)

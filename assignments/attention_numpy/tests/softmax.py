@@ -7,7 +7,7 @@ from autograder.checks import rows_sum_to_one
 OK_FORMAT = False
 
 name = "softmax"
-points = 6
+points = 7
 
 # The library shortcuts: SciPy's, and torch's for a student who converts to tensors and back.
 q = Question(name, forbidden=["scipy.special.softmax", "scipy.special.log_softmax",
@@ -38,6 +38,18 @@ def score_rows(softmax):
     """Each row of the lesson's (3, 3) score table becomes weights summing to 1, in float32."""
     scores = array([[0.707, 0.0, 0.707], [0.0, 0.707, 0.707], [0.707, 0.707, 1.414]])
     q.check("softmax", softmax, scores, expected=snapshot("score_rows"), props=[probabilities])
+
+
+@test_case(name="along axis=0 of a 3-D input, logits of very different sizes", points=1,
+           hidden=False)
+def columns_far_apart(softmax):
+    """x[:, i, j] are four softmaxes of three logits each: [1000, 1001, 1002], the lesson's
+    [1, 2, 3] and [10, 20, 30], and [-1, 0, 1]. Subtracting each one's own maximum along
+    axis=0 keeps them all finite."""
+    x = array([[[1000.0, 1.0], [10.0, -1.0]], [[1001.0, 2.0], [20.0, 0.0]],
+             [[1002.0, 3.0], [30.0, 1.0]]])
+    q.check("softmax", softmax, x, axis=0, expected=snapshot("columns_far_apart"),
+            props=[rows_sum_to_one(dim=0, name="probabilities")], large_inputs=True)
 
 
 @test_case(name="float32 with batch dimensions", points=1, hidden=True)

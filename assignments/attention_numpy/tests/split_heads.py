@@ -7,7 +7,7 @@ from autograder.cases import Question, array, randn, snapshot, to_numpy
 OK_FORMAT = False
 
 name = "split_heads"
-points = 5
+points = 6
 
 q = Question(name)
 
@@ -29,6 +29,14 @@ def small_split(split_heads):
     """x = arange(8) as 2 tokens of 4 features, 2 heads: head 0 holds features 0:2."""
     x = array([[0.0, 1.0, 2.0, 3.0], [4.0, 5.0, 6.0, 7.0]])
     q.check("split_heads", split_heads, x, 2, expected=snapshot("small_split"))
+
+
+@test_case(name="merge_heads of two heads", points=1, hidden=False)
+def merge_two_heads(merge_heads):
+    """Heads (2, 3, 2) back to (3, 4): token t's row holds head 0's two features, then head
+    1's."""
+    x = array([[[0.0, 1.0], [2.0, 3.0], [4.0, 5.0]], [[6.0, 7.0], [8.0, 9.0], [10.0, 11.0]]])
+    q.check("merge_heads", merge_heads, x, expected=snapshot("merge_two_heads"))
 
 
 @test_case(name="split with batch dimensions, float32", points=1, hidden=True)
