@@ -16,8 +16,9 @@ def _num(x: float) -> str:
     return f"{x:g}"
 
 
-def question_lines(q: QuestionResult, *, show_passed: bool = False) -> list[str]:
-    view = render_question(q)
+def question_lines(q: QuestionResult, *, show_passed: bool = False,
+                   said: str | None = None) -> list[str]:
+    view = render_question(q, said=said)
     lines = [f"[{MARKS.get(view.status, '?')}] {q.id}: {_num(view.score)}/"
              f"{_num(view.max_score)} ({view.status})"]
     if view.decision:
@@ -55,7 +56,8 @@ def submission_text(result: SubmissionResult, *, show_passed: bool = False) -> s
         lines.append(f"  problem: {visible(result.error)}")
     lines += [f"  {visible(n)}" for n in result.notes]
     for q in result.questions.values():
-        lines += ["  " + line for line in question_lines(q, show_passed=show_passed)]
+        lines += ["  " + line for line in question_lines(q, show_passed=show_passed,
+                                                         said=result.error)]
     return "\n".join(lines)
 
 

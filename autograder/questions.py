@@ -65,6 +65,12 @@ def load_question_file(path: str):
     return _import_otter_test_files().from_file(path)
 
 
+def _refused(record) -> list[str]:
+    """The forbidden routines a check's call reached, as the assignment names them (for the
+    note that one call costs every question that reaches it; not serialised)."""
+    return [n for n in record.got.get("forbidden") or [] if not n.startswith("autograd.")]
+
+
 def run_question(assignment: Assignment, qid: str, env: dict[str, Any], *,
                  include_hidden: bool) -> QuestionResult:
     test_file = load_question_file(str(assignment.question(qid).test_file))
@@ -98,10 +104,12 @@ def run_question(assignment: Assignment, qid: str, env: dict[str, Any], *,
                 # Where the error was raised, for the dependency notes (not serialised).
                 err = e.record.got.get("error") or {}
                 result.error_function = str(err.get("function") or "")
+                result.refused = _refused(e.record)
         except QuestionStopped as e:
             result.status, result.kind, result.message = e.status, e.status, e.message
             if e.record is not None:    # a refused routine: the library shortcut is named
                 diagnose.note_check(e.record, passed=False, case=result)
+                result.refused = _refused(e.record)
             if e.status in (CaseStatus.TIMEOUT, CaseStatus.MEMORY):
                 stopped = e   # the rest of this question would hit the same wall
         except GraderError as e:

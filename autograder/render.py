@@ -129,9 +129,12 @@ def override_line(q: QuestionResult) -> str:
             f"{q.computed_score:g}): {q.override.get('reason', '')}")
 
 
-def render_question(q: QuestionResult, *, public_only: bool = False) -> QuestionView:
+def render_question(q: QuestionResult, *, public_only: bool = False,
+                    said: str | None = None) -> QuestionView:
     """The content of one question's feedback. `public_only` leaves hidden cases out (a
-    summary shown before the hidden results are released)."""
+    summary shown before the hidden results are released). `said`: a problem the output has
+    already stated once for the whole submission (a syntax error): cases that only repeat it
+    are not listed again."""
     view = QuestionView(q.id, q.score, q.max_score, q.status, notes=list(q.notes),
                         decision=override_line(q))
     if view.not_attempted:
@@ -147,6 +150,8 @@ def render_question(q: QuestionResult, *, public_only: bool = False) -> Question
             view.cases.append(CaseView(c.name, c.hidden, status, c.points))
             continue
         hint = c.hint or ""
+        if said and c.message == said and not hint:
+            continue
         if last is not None and last_problem == (c.message, hint):
             last.repeats += 1
             continue

@@ -100,6 +100,26 @@ def add_dependency_notes(assignment: Assignment, questions: dict[str, QuestionRe
         _retarget_messages(assignment, q, questions, blamed)
 
 
+def add_refusal_notes(questions: dict[str, QuestionResult]) -> None:
+    """Say, under each question it costs, when one forbidden routine is refused in several
+    questions (a helper that calls the library version is called by every question above it:
+    one line costs them all)."""
+    where: dict[str, list[str]] = {}
+    for q in questions.values():
+        for c in q.cases:
+            for routine in getattr(c, "refused", None) or []:
+                if q.id not in where.setdefault(routine, []):
+                    where[routine].append(q.id)
+    for routine, qids in where.items():
+        if len(qids) < 2:
+            continue
+        listed = ", ".join(qids[:-1]) + " and " + qids[-1]
+        for qid in qids:
+            questions[qid].notes.append(
+                f"note: `{routine}` is refused in every question whose functions reach it: "
+                f"{listed}; that one call costs all {len(qids)}")
+
+
 # Advice that a case's message adds from the error or the values alone (autograder.cases,
 # autograder.checks); `_retarget_messages` replaces it where other questions' results show
 # that it points at the wrong place.
@@ -169,6 +189,7 @@ def grade_functions(assignment: Assignment, path: str, env_for_question: Callabl
     # After the last call to the student's code: naming known mistakes costs the student no time.
     diagnosis.apply(results)
     add_dependency_notes(assignment, results)
+    add_refusal_notes(results)
     return SubmissionResult(path, results, error=error, sandbox=sandbox,
                             seconds=time.monotonic() - start)
 

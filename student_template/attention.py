@@ -40,8 +40,10 @@ def scaled_dot_product_attention(q, k, v, mask=None):
     mask: optional bool tensor broadcastable to (..., Tq, Tk); True marks a blocked position,
     whose weight must be exactly 0.
     Returns the tuple (output, weights): output (..., Tq, d_v), weights (..., Tq, Tk), each row
-    of weights summing to 1. Use your own softmax; do not call
-    torch.nn.functional.scaled_dot_product_attention.
+    of weights summing to 1. Your softmax above makes the weights (torch.softmax is allowed
+    here too: only the softmax question refuses it). Do not call
+    torch.nn.functional.scaled_dot_product_attention: it is refused here and in the mask and
+    multi_head questions, which call this function, so that one call costs all three.
     """
     raise NotImplementedError("scaled_dot_product_attention")
 

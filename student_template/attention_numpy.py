@@ -43,7 +43,8 @@ def scaled_dot_product_attention(q, k, v, mask=None):
     mask: optional bool array broadcastable to (..., Tq, Tk); True marks a blocked position,
     whose weight must be exactly 0.
     Returns the tuple (output, weights): output (..., Tq, d_v), weights (..., Tq, Tk), each row
-    of weights summing to 1. Use your own softmax.
+    of weights summing to 1. Your softmax above makes the weights (scipy.special.softmax is
+    allowed here too: only the softmax question refuses it).
     """
     raise NotImplementedError("scaled_dot_product_attention")
 

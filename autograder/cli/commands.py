@@ -26,16 +26,33 @@ def _known_assignments() -> list[str]:
 
 def _assignment_for_file(path: Path | None, requested: str | None):
     """The assignment asked for, else the one whose answer file has this name, else the only
-    one there is (a student bundle carries one)."""
+    one there is (a student bundle carries one), else the one whose functions the file's match
+    (`intake/track.py`), else attention, with a note saying how to ask for another."""
     if requested:
         return load_assignment(requested)
-    known = _known_assignments()
-    for name in known:
-        a = load_assignment(name)
+    known = [load_assignment(name) for name in _known_assignments()]
+    for a in known:
         if path is not None and Path(a.student_file).stem == path.stem:
             return a
     if len(known) == 1:
-        return load_assignment(known[0])
+        return known[0]
+    if path is not None and path.is_file():
+        from ..intake.submissions import UnreadableSubmission, read_submission
+        from ..intake.track import likely_assignment
+
+        try:
+            sub = read_submission(path)
+            source = sub.source if sub.cells is None else \
+                "\n".join(cell.source for cell in sub.cells)
+            found = likely_assignment(source, known)
+        except (UnreadableSubmission, OSError):
+            found = None
+        if found is not None:
+            return found
+        others = ", ".join(f"-a {a.name}" for a in known if a.name != "attention")
+        print(f"note: checking {shown_path(path)} as assignment 'attention' (its functions do "
+              f"not say which assignment it is for); for another, give {others}",
+              file=sys.stderr)
     return load_assignment("attention")
 
 
@@ -45,6 +62,12 @@ def cmd_check(args) -> int:
 
     assignment = _assignment_for_file(Path(args.file) if args.file else None, args.assignment)
     path = Path(args.file or assignment.student_file)
+    if path.is_dir():
+        inside = path / assignment.student_file
+        hint = f"; did you mean `{shown_path(inside)}`?" if inside.is_file() else ""
+        print(f"autograder: {shown_path(path)} is a folder: give the path of your .py or "
+              f".ipynb file{hint}", file=sys.stderr)
+        return 2
     if not path.exists():
         hint = "give the path of your .py or .ipynb" if args.file else \
             f"copy the template ({assignment.template.name}) and fill it in"

@@ -59,7 +59,7 @@ def feedback_markdown(result: SubmissionResult, title: str,
     for note in result.notes:
         lines += [f"_{text(note)}_", ""]
     for q in result.questions.values():
-        view = render_question(q)
+        view = render_question(q, said=result.error)   # the problem above, said once
         lines.append(f"## {q.id}: {view.score:g} / {view.max_score:g} ({view.status})")
         lines.append("")
         if view.decision:
@@ -94,7 +94,7 @@ def feedback_html(result: SubmissionResult, title: str, standing: Standing | Non
     return page_environment().get_template("feedback.html.j2").render(
         title=title, student=result.student or result.path, total=standing.total_text(),
         error=result.error, notes=result.notes, stub_text=STUB_TEXT,
-        questions=[render_question(q) for q in result.questions.values()],
+        questions=[render_question(q, said=result.error) for q in result.questions.values()],
         markdown_file=markdown_file)
 
 

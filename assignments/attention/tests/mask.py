@@ -31,13 +31,13 @@ def lesson_masked_weights(scaled_dot_product_attention):
             expected=snapshot("lesson_masked_weights"), props=[weights_sum, zero_where(mask, 1)])
 
 
-@test_case(name="masked scores of size 1e4", points=1, hidden=False)
+@test_case(name="masked scores of size 1e4, float64", points=1, hidden=False)
 def masked_scores_1e4(scaled_dot_product_attention):
     """Query 0 may attend only to key 0, with a score near -1.6e4: its blocked positions must
     still get no weight, so a fill of -1e4 is not low enough (-inf, -1e9 or finfo.min are)."""
-    qs = tensor([[150.0, 0.0], [0.0, 150.0], [150.0, 150.0]])
-    ks = tensor([[-150.0, 0.0], [0.0, 150.0], [150.0, 0.0]])
-    vs = tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    qs = tensor([[150.0, 0.0], [0.0, 150.0], [150.0, 150.0]], dtype="float64")
+    ks = tensor([[-150.0, 0.0], [0.0, 150.0], [150.0, 0.0]], dtype="float64")
+    vs = tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]], dtype="float64")
     mask = future_mask(3)
     q.check("scaled_dot_product_attention", scaled_dot_product_attention, qs, ks, vs, mask=mask,
             expected=snapshot("masked_scores_1e4"), props=[weights_sum, zero_where(mask, 1)],
