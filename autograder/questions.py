@@ -16,6 +16,7 @@ from . import diagnose
 from .assignment import Assignment
 from .checks import CallStopped, CheckFailed
 from .expected import GraderError
+from .pictures.weights import picture_of
 from .results import CaseResult, QuestionResult
 from .status import CaseStatus
 
@@ -71,6 +72,13 @@ def _refused(record) -> list[str]:
     return [n for n in record.got.get("forbidden") or [] if not n.startswith("autograd.")]
 
 
+def _picture(record) -> dict | None:
+    try:
+        return picture_of(record)
+    except Exception:  # noqa: BLE001 - a picture never costs a case its result
+        return None
+
+
 def run_question(assignment: Assignment, qid: str, env: dict[str, Any], *,
                  include_hidden: bool) -> QuestionResult:
     test_file = load_question_file(str(assignment.question(qid).test_file))
@@ -105,6 +113,8 @@ def run_question(assignment: Assignment, qid: str, env: dict[str, Any], *,
                 err = e.record.got.get("error") or {}
                 result.error_function = str(err.get("function") or "")
                 result.refused = _refused(e.record)
+                if not tc.hidden:   # never a hidden case's expected values
+                    result.picture = _picture(e.record)
         except QuestionStopped as e:
             result.status, result.kind, result.message = e.status, e.status, e.message
             if e.record is not None:    # a refused routine: the library shortcut is named

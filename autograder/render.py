@@ -46,6 +46,7 @@ class CaseView:
     message: str = ""       # empty for a passing case
     hint: str = ""          # the named mistake, only where it is first shown in the question
     repeats: int = 0        # further failing cases with the same problem, folded into this one
+    picture: dict | None = None   # its heatmaps' data (autograder.pictures), public cases only
 
     @property
     def passed(self) -> bool:
@@ -157,7 +158,8 @@ def render_question(q: QuestionResult, *, public_only: bool = False,
             continue
         shown = hint if hint and hint not in hinted else ""
         hinted.add(hint)
-        last, last_problem = CaseView(c.name, c.hidden, status, c.points, c.message, shown), \
-            (c.message, hint)
+        last, last_problem = CaseView(c.name, c.hidden, status, c.points, c.message, shown,
+                                      picture=None if c.hidden else
+                                      getattr(c, "picture", None)), (c.message, hint)
         view.cases.append(last)
     return view

@@ -19,6 +19,9 @@ class CaseResult:
     description: str = ""
     diagnosis: list[str] = field(default_factory=list)   # ids of the known mistake it shows
     hint: str = ""              # that mistake in plain words, shown under the message
+    # A failing public case's probabilities, the student's beside the expected ones
+    # (`autograder.pictures`): drawn as heatmaps in the HTML feedback and the notebook.
+    picture: dict | None = None
     # A hidden case's wrong output, digested (memo/answer_digest.py): for the instructor's
     # similarity report only, never shown.
     output_digest: str = ""
@@ -29,6 +32,13 @@ class CaseResult:
 
     def __post_init__(self) -> None:
         self.status = CaseStatus(self.status)   # a known status, whoever built the result
+
+
+def _case_json(c: CaseResult) -> dict:
+    data = {**asdict(c), "score": c.score}
+    if data.get("picture") is None:
+        data.pop("picture", None)     # most cases have none
+    return data
 
 
 @dataclass
@@ -78,7 +88,7 @@ class QuestionResult:
         data = {"score": self.score, "max_score": self.max_score, "status": self.status,
                 "feedback": self.feedback(), "notes": list(self.notes),
                 "called": list(self.called),
-                "cases": [{**asdict(c), "score": c.score} for c in self.cases]}
+                "cases": [_case_json(c) for c in self.cases]}
         if self.override is not None:
             data["computed_score"] = self.computed_score
             data["override"] = dict(self.override)

@@ -16,4 +16,15 @@ def page_environment():
 
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True)
     env.filters["code"] = lambda text: Markup(html_text(text))
+    env.filters["picture"] = _picture_uri
     return env
+
+
+def _picture_uri(picture: dict) -> str:
+    """A case's heatmaps (`autograder.pictures`) as a data URI; "" if they cannot be drawn."""
+    try:
+        from ..pictures.draw import data_uri
+
+        return data_uri(picture)
+    except Exception:  # noqa: BLE001 - a picture never costs a page
+        return ""

@@ -7,8 +7,9 @@ When a check fails there, `Question.check` asks `hint` here: it runs the public 
 the student's current functions (those of the namespace the failing function was defined in) as
 `autograder check` does (the same `run_question`, the same shipped table of mistakes'
 outcomes) and returns that check's "likely mistake" line, which otter then shows with the
-message. So a notebook names what `check` names, in the same words. The run is kept for as long
-as the student's functions are the same objects; what their code prints meanwhile is not shown.
+message, and shows its heatmaps (`autograder.pictures`) under the cell. So a notebook names what
+`check` names, in the same words. The run is kept for as long as the student's functions are
+the same objects; what their code prints meanwhile is not shown.
 """
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ from typing import Any
 from ..diagnose import Session
 from ..questions import run_question
 
-# The latest run: (the student's functions and answers, {(function, call digest): hint}).
+# The latest run: (the student's functions and answers, {(function, call digest): (hint,
+# picture)}).
 _last: tuple[list, dict] | None = None
 
 
@@ -33,11 +35,27 @@ def _hints(assignment: Any, env: dict) -> dict:
             results = {q.id: run_question(assignment, q.id, env, include_hidden=False)
                        for q in assignment.questions}
         session.apply(results)
-    return {(r.function, r.key): c.hint for r, c in session.failed if c.hint}
+    return {(r.function, r.key): (c.hint, c.picture) for r, c in session.failed
+            if c.hint or c.picture}
+
+
+def _show(picture: dict) -> None:
+    """The heatmaps under the cell, when this runs in a notebook's kernel."""
+    try:
+        from IPython import get_ipython
+        from IPython.display import Image, display
+
+        if get_ipython() is not None:
+            from ..pictures.draw import png
+
+            display(Image(png(picture)))
+    except Exception:  # noqa: BLE001 - a picture never costs the student their check
+        pass
 
 
 def hint(record: Any, student: Any) -> str | None:
-    """The "likely mistake" line `autograder check` gives this failing public check, or None."""
+    """The "likely mistake" line `autograder check` gives this failing public check, or None;
+    in a notebook, its heatmaps are shown under the cell (`autograder.pictures`)."""
     global _last
     namespace = getattr(student, "__globals__", None)
     if not isinstance(namespace, dict):
@@ -51,4 +69,7 @@ def hint(record: Any, student: Any) -> str | None:
             _last = (current, _hints(assignment, env))
         except Exception:  # noqa: BLE001 - a hint never costs the student their check
             return None
-    return _last[1].get((record.function, record.key))
+    line, picture = _last[1].get((record.function, record.key), (None, None))
+    if picture:
+        _show(picture)
+    return line or None

@@ -1,5 +1,6 @@
 """The notebook's `grader.check` cells (otter's checks, in the student's kernel) name the likely
-mistake as `autograder check` does, from the student bundle alone, in both tracks."""
+mistake as `autograder check` does, and show a failing public case's weights beside the expected
+ones as heatmaps, from the student bundle alone, in both tracks."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -18,19 +19,21 @@ CASES = {
     "attention": (SUBMISSIONS / "wrong" / "attention_divides_by_dk.py", "attention",
                   "likely mistake: scores divided by d_k instead of sqrt(d_k). Divide q @ k^T "
                   "by the square root of the key size"),
-    "attention_numpy": (SUBMISSIONS / "numpy" / "wrong" / "layer_norm_unbiased_variance.py",
-                        "block", "likely mistake: layer norm with the unbiased variance"),
+    "attention_numpy": (SUBMISSIONS / "numpy" / "wrong" / "softmax_no_max_subtraction.py",
+                        "softmax", "likely mistake: softmax without subtracting the maximum"),
 }
 
 
-def check_outputs(nb) -> dict[str, str]:
-    """{question: what its grader.check cell shows}."""
+def check_outputs(nb) -> dict[str, tuple[str, int]]:
+    """{question: (the text its grader.check cell shows, how many PNG images it shows)}."""
     out = {}
     for cell in nb.cells:
         if cell.cell_type == "code" and cell.source.startswith("grader.check("):
             qid = cell.source.split('"')[1]
-            out[qid] = "\n".join(o.get("data", {}).get("text/plain", "") or o.get("text", "")
-                                 for o in cell.outputs)
+            text = "\n".join(o.get("data", {}).get("text/plain", "") or o.get("text", "")
+                             for o in cell.outputs)
+            images = sum(1 for o in cell.outputs if "image/png" in o.get("data", {}))
+            out[qid] = (text, images)
     return out
 
 
@@ -47,11 +50,14 @@ def execute_in_bundle(name: str, source: str, folder: Path) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("name", list(CASES))
-def test_grader_check_names_the_likely_mistake(name, tmp_path):
+def test_grader_check_names_the_likely_mistake_and_shows_the_weights(name, tmp_path):
     path, question, line = CASES[name]
     outputs = execute_in_bundle(name, path.read_text(), tmp_path)
-    assert "Test case failed" in outputs[question], outputs[question]
-    assert line in outputs[question], outputs[question]
-    # Only where `check` names it: a passing question says nothing of a mistake.
-    passing = [q for q, text in outputs.items() if "All test cases passed" in text]
-    assert passing and not any("likely mistake" in outputs[q] for q in passing)
+    text, images = outputs[question]
+    assert "Test case failed" in text, text
+    assert line in text, text
+    assert images >= 1, "the failing public case's heatmaps are shown under the cell"
+    # Only where `check` names it: a passing question says nothing and shows no picture.
+    passing = [q for q, (t, _) in outputs.items() if "All test cases passed" in t]
+    assert passing and not any("likely mistake" in outputs[q][0] or outputs[q][1]
+                               for q in passing)
