@@ -34,11 +34,13 @@ def block_small(transformer_block):
             2, expected=snapshot("block_small"))
 
 
-@test_case(name="layer_norm with eps=0.05 given", points=1, hidden=False)
+@test_case(name="layer_norm with eps=0.05 given, a row nearly constant", points=1,
+           hidden=False)
 def layer_norm_given_eps(layer_norm):
-    """Row 0 varies little (variance 0.045), so the eps given (0.05 here, not the default)
-    changes the result: it belongs inside the square root, sqrt(var + eps)."""
-    x = array([[2.0, 2.3, 1.7, 2.0], [0.0, 1.0, 0.0, -1.0]])
+    """Row 0 varies little (variance 0.045) and row 1 hardly at all, so the eps given (0.05
+    here, not the default) changes the result: it belongs inside the square root,
+    sqrt(var + eps)."""
+    x = array([[2.0, 2.3, 1.7, 2.0], [1.0, 1.001, 0.999, 1.0]])
     gamma, beta = array([1.0, 2.0, 1.0, 0.5]), array([0.0, 0.1, 0.0, -0.1])
     q.check("layer_norm", layer_norm, x, gamma, beta, eps=0.05,
             expected=snapshot("layer_norm_given_eps"))
