@@ -10,7 +10,8 @@ Each finding names the file, the line and the fix. Checked:
 * each question's `functions` are defined by the template (else the notebook gets a stub cell
   for a function students were never given);
 * each public case's snapshot exists and, when the reference is at hand, is what the reference
-  records today (stale snapshots make public cases fail as grader errors).
+  records today (stale snapshots make public cases fail as grader errors);
+* the written questions of `written.toml` (`lint_written.py`).
 
 Only `ast` and `tomllib` read the files, except for the staleness check, which runs the
 reference on the public cases as `autograder snapshot` does (nothing is written).
@@ -28,8 +29,10 @@ from pathlib import Path
 
 from ..assignment import _resolve, find_assignment_root, parse_answers, parse_api
 from ..sandbox.limits import Limits
+from .lint_written import lint_written
 
-TOP_KEYS = {"name", "title", "student_file", "template", "reference", "mistakes"}
+TOP_KEYS = {"name", "title", "student_file", "template", "reference", "mistakes",
+            "written_answers"}
 REQUIRED = ("name", "student_file", "template")
 # Tables and their keys; None: any key (`[outputs]` is keyed by function names).
 TABLES: dict[str, set[str] | None] = {
@@ -377,6 +380,11 @@ def lint(name_or_path: str | Path, *, snapshots: bool = True, reference: bool = 
                         f"the template does not define{_suggest(fn, api)}",
                         f"define `def {fn}(...)` in the template, or remove it from "
                         "`functions`"))
+    taken = {**{f: f"the function `{f}`" for f in api},
+             **{a: f"the answer variable `{a}`" for a in answers},
+             **{qid: f"the question {qid!r}" for qid, _ in questions}}
+    errors += lint_written(root, config, template if api or answers else None, taken,
+                           LintError, hidden_material=reference)
     if snapshots:
         fresh = None
         if reference and not errors and config.get("reference"):
