@@ -148,7 +148,7 @@ class Question:
         tolerance = checks.widen(self.tolerance, self.input_precision, slack)
         if expected is not None:
             exp = _snapshot_outcome(self.assignment, self.name, expected.key, fn_name, args,
-                                    kwargs, seed, grad)
+                                    kwargs, seed, grad, tolerance=self.tolerance)
         else:
             exp = _reference_outcome(self.assignment, fn_name, args, kwargs, seed, grad)
         if student is None and _ctx()["record"] is not None:

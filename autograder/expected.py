@@ -33,15 +33,18 @@ def _ctx() -> dict:
 class recording:
     """Context manager for `autograder snapshot`: public cases store the reference's outcome."""
 
-    def __init__(self, store: dict):
+    def __init__(self, store: dict, tolerances: dict | None = None):
         self.store = store
+        self.tolerances = {} if tolerances is None else tolerances   # per question
 
     def __enter__(self):
         _ctx()["record"] = self.store
+        _ctx()["tolerances"] = self.tolerances
         return self.store
 
     def __exit__(self, *exc):
         _ctx()["record"] = None
+        _ctx().pop("tolerances", None)
 
 
 class GraderError(Exception):
@@ -119,9 +122,11 @@ def _same_inputs(a: Any, b: Any) -> bool:
 
 
 def _snapshot_outcome(assignment: Assignment, question: str, key: str, fn_name: str, args,
-                      kwargs, seed: int, want_grad: bool) -> dict:
+                      kwargs, seed: int, want_grad: bool, tolerance: dict | None = None) -> dict:
     store = _ctx()["record"]
     if store is not None:
+        # The question's tolerance table: `autograder snapshot` rounds to well inside it.
+        _ctx().setdefault("tolerances", {}).setdefault(question, dict(tolerance or {}))
         exp = _reference_outcome(assignment, fn_name, args, kwargs, seed, want_grad)
         store.setdefault(question, {})[key] = {
             "function": fn_name,

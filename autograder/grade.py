@@ -22,7 +22,7 @@ from .results import SubmissionResult
 from .status import CaseStatus, QuestionStatus
 from .intake.signatures import signature_note
 from .runner import (QuestionStopped, failed_everywhere, grade_functions, internal_error,
-                     forbidden_names, malformed_reply, tripwire_names)
+                     malformed_reply, question_forbidden, tripwire_names)
 from .sandbox import Sandbox, SandboxError
 from .sandbox.session import MalformedReply, WorkerSession, WorkerStopped, forbidden_message
 from .static_scan import ScanResult, scan_source
@@ -65,8 +65,6 @@ class RemoteFunction:
                     message = forbidden_message(self.__name__, routines, e.noun,
                                                 [f.describe() for f in found])
             raise QuestionStopped(e.status, message) from None
-        if outcome.get("unchecked"):
-            self._session.unchecked = outcome["unchecked"]
         if self._scan is not None and self._log is not None and forbidden:
             found = self._scan.forbidden(self.__name__, list(forbidden))
             if found:
@@ -74,8 +72,9 @@ class RemoteFunction:
         return outcome
 
     def __call__(self, *args, **kwargs):
+        # A question file's own call, outside its checks: in the question's worker.
         outcome = self.__remote_outcome__(args, kwargs, upstream=None, want_grad=False,
-                                          forbidden=[], question=None)
+                                          forbidden=None, question=None)
         if outcome["status"] != "ok":
             err = outcome.get("error") or {}
             raise CheckFailed([Problem("error", f"{self.__name__} raised {err.get('type')}: "
@@ -285,21 +284,28 @@ def _grade_submission(assignment: Assignment, path: Path, sandbox: Sandbox,
 
     def finish(result: SubmissionResult) -> SubmissionResult:
         result = integrity.apply(result, scan, policy, log)
+        # Refusals a worker could not install: those questions were not graded (fail closed).
+        integrity.flag_unarmed(result, session.unarmed, policy)
         # Escapes the worker's audit hook refused are hard evidence, whatever the scan says.
         return integrity.withhold_for_escapes(result, session.escapes, policy)
 
     tripwires = tripwire_names(assignment)
+    if "compile(" in sub.source and "torch" in sub.source:
+        # torch.compile's machinery (seconds to import) is imported once by the fork server,
+        # not again by each of the submission's workers.
+        tripwires.append("torch._dynamo.optimize")
     if tripwires:
         sandbox.preload(tripwires)
-    # The worker resolves every forbidden routine before the student's code runs.
-    tripwires = forbidden_names(assignment)
     session = WorkerSession(sandbox, sub.source, filename,
                             Path(assignment.student_file).stem, list(assignment.api), limits,
-                            cells=cells, answers=list(assignment.answers), tripwires=tripwires,
+                            cells=cells, answers=list(assignment.answers),
                             memo=_INPUT_ENCODINGS, texts=[q.id for q in assignment.written])
+    first = next((q.id for q in assignment.questions if not questions or q.id in questions),
+                 None)
     try:
         try:
-            loaded = session.load()
+            # The first question's worker: what the file defines, and that question's calls.
+            loaded = session.start(question_forbidden(assignment, first) if first else [])
         except WorkerStopped as e:
             return finish(failed_everywhere(assignment, shown, e.status, f"importing your file: "
                                             f"{e.message}", include_hidden=include_hidden,
@@ -338,9 +344,6 @@ def _grade_submission(assignment: Assignment, path: Path, sandbox: Sandbox,
         for qid, qnotes in signature_notes(assignment, loaded.defined).items():
             if qid in result.questions and result.questions[qid].status != QuestionStatus.PASSED:
                 result.questions[qid].notes += qnotes
-        if session.unchecked:
-            result.notes.append(f"note: {session.unchecked}; library shortcuts were not refused "
-                                "while your code ran")
         if scan.cut_short:
             result.notes.append("note: your file was too large for the source check "
                                 f"({scan.cut_short}); it was graded on the checks made while it "

@@ -183,6 +183,25 @@ def _review_sightings(result: SubmissionResult, log: CallLog | None, policy: str
 
 
 ESCAPE_MESSAGE = "integrity: the grader refused"
+UNARMED_NOTE = ("note: the grader could not install its check of forbidden routines for "
+                "some questions ({}); they were not graded (no points) and the submission is "
+                "flagged for review")
+
+
+def flag_unarmed(result: SubmissionResult, unarmed: list[dict],
+                 policy: str = "zero") -> SubmissionResult:
+    """Questions whose worker could not install its refusals (`sandbox/evidence.UNARMED`):
+    their cases already ended as errors (no points); the row says why and is flagged for the
+    instructor's review. Never points with a note: where grades count, an unchecked question
+    is not graded. Returns `result` (changed in place)."""
+    if not unarmed:
+        return result
+    reasons = "; ".join(dict.fromkeys(u["reason"] for u in unarmed))
+    questions = [u["question"] or "import" for u in unarmed]
+    evidence = [{"kind": "review", "rule": "unarmed", "line": 0, "code": "",
+                 "target": u["question"] or "", "why": u["reason"]} for u in unarmed]
+    return flag_for_review(result, evidence, UNARMED_NOTE.format(reasons), policy,
+                           unarmed=questions)
 
 
 def withhold_for_escapes(result: SubmissionResult, escapes: list[dict],

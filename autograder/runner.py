@@ -75,6 +75,19 @@ def forbidden_names(assignment: Assignment) -> list[str]:
     return names
 
 
+def question_forbidden(assignment: Assignment, qid: str) -> list[str]:
+    """The forbidden entries of one question (its file's `Question(...)` objects), in order:
+    the set its sandboxed worker refuses from before the student's code runs."""
+    from .cases import questions_in
+
+    test_file = assignment.question(qid).test_file
+    load_question_file(str(test_file))
+    names: list[str] = []
+    for question in questions_in(test_file):
+        names += [n for n in question.forbidden if n not in names]
+    return names
+
+
 def tripwire_names(assignment: Assignment) -> list[str]:
     """The forbidden entries outside torch, caught by tripwires (see `execute`)."""
     from .sandbox.execute import is_tripwire_name

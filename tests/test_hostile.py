@@ -224,6 +224,32 @@ EXPECTED.update({name: ZERO for name in PROVEN})
 EXPECTED.update(REVIEW)
 
 
+# Refusals installed before the student's code and never removed, and no process besides the
+# worker: a process started (at import, or while a question runs) is hard evidence; rewriting
+# what the worker reads, disarming through frames that library code hands back, or a warnings
+# filter that breaks arming code change nothing (the worker armed before the file ran).
+for _name in ("fork_bomb_bounded.py", "fork_child_lingers.py",
+              "detached_background_processes_at_import.py"):
+    REVIEW.pop(_name, None)
+PROCESS_ESCAPES = {
+    "second_process_forked_helper_softmax.py": ZERO,
+    "second_process_multiprocessing_softmax.py": {**FULL, "softmax": 0},
+    "fork_child_lingers.py": ZERO,
+    "detached_background_processes_at_import.py": ZERO,
+    "fork_bomb_bounded.py": {**FULL, "softmax": 0},
+}
+ESCAPES.update({name: "another process" for name in PROCESS_ESCAPES})
+EXPECTED.update(PROCESS_ESCAPES)
+STATUS.update({(name, q): "integrity" for name, want in PROCESS_ESCAPES.items()
+               for q, score in want.items() if score != "full"})
+ARMED_BEFORE = ("rewrite_arming_input_subclasses_softmax.py",
+                "frames_from_library_disarm_softmax.py", "warnings_filter_breaks_arming_softmax.py")
+EXPECTED.update({name: {**FULL, "softmax": 0} for name in ARMED_BEFORE})
+STATUS.update({(name, "softmax"): "forbidden call" for name in ARMED_BEFORE})
+# The scan doubts `__subclasses__`/`__globals__` and frame reads: a review flag, no points taken.
+REVIEW.update({name: {**FULL, "softmax": 0} for name in ARMED_BEFORE[:2]})
+
+
 def check_flag(name: str, row: dict) -> None:
     """A file with proof carries its findings and what it would have scored; a file the scan
     only doubts is flagged for review and lost nothing for it; no other is flagged."""

@@ -307,18 +307,10 @@ def _check_snapshots(root: Path, questions: list[tuple[str, Path]], fresh: dict 
 
 def _record_fresh(root: Path) -> dict:
     """What `autograder snapshot` would record now (nothing written)."""
-    from .. import cases
     from ..assignment import load_assignment
-    from ..runner import grade_functions
+    from .snapshots import record
 
-    assignment = load_assignment(root)
-    ref = assignment.load_reference()
-    env = {name: getattr(ref, name) for name in assignment.api if hasattr(ref, name)}
-    env.update({name: getattr(ref, name, None) for name in assignment.answers})
-    store: dict = {}
-    with cases.recording(store):
-        grade_functions(assignment, "reference", lambda q: env, include_hidden=False)
-    return store
+    return record(load_assignment(root)).entries
 
 
 # ------------------------------------------------------------------ all of it

@@ -301,29 +301,21 @@ def cmd_classroom(args) -> int:
 
 
 def cmd_snapshot(args) -> int:
-    from .. import cases
-    from ..runner import grade_functions
-
+    """Record the public cases' expected values; files whose content is unchanged are left
+    as they are (`authoring/snapshots.py`)."""
     from ..assignment import find_assignment_root
+    from ..authoring.snapshots import record, write_snapshots
 
     if _lint_failed(find_assignment_root(args.assignment), snapshots=False):
         return 2
     assignment = load_assignment(args.assignment)
-    ref = assignment.load_reference()
-    env = {name: getattr(ref, name) for name in assignment.api}
-    env.update({name: getattr(ref, name, None) for name in assignment.answers})
-    store: dict = {}
-    with cases.recording(store):
-        result = grade_functions(assignment, "reference", lambda q: env, include_hidden=False)
-    bad = [q.id for q in result.questions.values() if q.status != QuestionStatus.PASSED]
-    if bad:
-        print(f"autograder: the reference fails public cases of {bad}", file=sys.stderr)
+    recorded = record(assignment)
+    if recorded.failing:
+        print(f"autograder: the reference fails public cases of {recorded.failing}",
+              file=sys.stderr)
         return 1
-    assignment.snapshot_dir.mkdir(exist_ok=True)
-    for qid, entries in sorted(store.items()):
-        path = assignment.snapshot_dir / f"{qid}.json"
-        path.write_text(json.dumps(entries, indent=1, sort_keys=True) + "\n")
-        print(f"wrote {shown_path(path)} ({len(entries)} cases)")
+    for w in write_snapshots(assignment, recorded):
+        print(f"{'wrote' if w.changed else 'unchanged'} {shown_path(w.path)} ({w.cases} cases)")
     return 0
 
 
@@ -338,6 +330,7 @@ def cmd_sandbox(args) -> int:
     print(f"level: {s.description}")
     print(f"per-worker PID namespace: {'yes' if s.pidns else 'no'}")
     print(f"memory bounded by: {s.memory}")
+    print(f"processes: {s.processes}")
     if s.mechanisms.get("own_root"):
         print("file system: made by the fork server (system libraries, Python, the sandbox "
               "package only)")

@@ -32,19 +32,48 @@ from typing import Iterable
 
 from .evidence import ESCAPE_EXIT, ESCAPES
 
-FRAMES, GC, CTYPES, CODE, MARSHAL, PICKLE, TRACE, PROC, HOOK, ENGINE, SET_CODE, CLASSES = \
-    range(len(ESCAPES))
+FRAMES, GC, CTYPES, CODE, MARSHAL, PICKLE, TRACE, PROC, HOOK, ENGINE, SET_CODE, CLASSES, \
+    PROCESS = range(len(ESCAPES))
 
 # Attributes CPython audits as "object.__getattr__" that hand out a frame or a code object.
 _FRAME_ATTRIBUTES = {"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_code"}
 _ALWAYS = {
     "sys._current_frames": FRAMES, "gc.get_objects": GC, "gc.get_referrers": GC,
-    "gc.get_referents": GC, "pickle.find_class": PICKLE, "sys.settrace": TRACE,
-    "sys.setprofile": TRACE, "sys.addaudithook": HOOK,
+    "gc.get_referents": GC, "sys.settrace": TRACE, "sys.setprofile": TRACE,
+    "sys.addaudithook": HOOK,
 }
-_WATCHED = set(_ALWAYS) | {"sys._getframe", "object.__getattr__", "object.__setattr__",
+# A second process would have none of the worker's refusals (and, forked, all of torch's
+# kernels): every way Python starts one is refused. `_posixsubprocess.fork_exec` raises no
+# event of its own; the worker replaces it (`worker.protect`), and the seccomp filter holds
+# below Python (`seccomp.py`).
+DECLINED = -1       # refused with an error, not evidence
+_PROCESS_EVENTS = {"os.fork", "os.forkpty", "os.posix_spawn", "os.exec", "os.system",
+                   "os.spawn", "subprocess.Popen", "pty.spawn", "os.startfile"}
+_WATCHED = set(_ALWAYS) | _PROCESS_EVENTS | {"sys._getframe", "object.__getattr__", "object.__setattr__",
                            "code.__new__", "function.__new__", "marshal.loads", "marshal.load",
-                           "open", "import", "compile"}
+                           "open", "import", "compile", "pickle.find_class"}
+# What pickle may look up by name: the functions and classes that rebuild tensors, arrays and
+# containers (a pickle round trip or `copy.deepcopy` of the parameters), nothing that runs
+# code of the pickle's choosing.
+PICKLE_DATA = {
+    ("collections", "OrderedDict"), ("builtins", "set"), ("builtins", "frozenset"),
+    ("builtins", "complex"), ("builtins", "slice"), ("builtins", "range"),
+    ("builtins", "bytearray"), ("copyreg", "_reconstructor"), ("builtins", "object"),
+    ("torch._utils", "_rebuild_tensor"), ("torch._utils", "_rebuild_tensor_v2"),
+    ("torch._utils", "_rebuild_tensor_v3"), ("torch._utils", "_rebuild_parameter"),
+    ("torch._utils", "_rebuild_parameter_with_state"), ("torch._utils", "_rebuild_from_type_v2"),
+    ("torch._tensor", "_rebuild_from_type_v2"), ("torch.storage", "_load_from_bytes"),
+    ("torch.nn.parameter", "Parameter"), ("torch", "Size"), ("torch", "device"),
+    ("torch", "Tensor"),
+    *(("torch", d) for d in ("float16", "bfloat16", "float32", "float64", "int8", "int16",
+                             "int32", "int64", "uint8", "bool", "complex64", "complex128")),
+    *(("torch", f"{k}Storage") for k in ("Float", "Double", "Half", "BFloat16", "Long", "Int",
+                                         "Short", "Char", "Byte", "Bool", "ComplexFloat",
+                                         "ComplexDouble", "Untyped")),
+    *((m, n) for m in ("numpy.core.multiarray", "numpy._core.multiarray")
+      for n in ("_reconstruct", "scalar")),
+    ("numpy", "ndarray"), ("numpy", "dtype"),
+}
 
 
 def _code_of(obj) -> object | None:
@@ -74,6 +103,23 @@ def _standard_readers() -> tuple[set, set, set]:
     consumers = {_code_of(getattr(extract, "__func__", extract))}
     return ({c for c in readers if c is not None}, {c for c in generators if c is not None},
             {c for c in consumers if c is not None})
+
+
+def _process_starters() -> tuple[set[str], tuple[str, ...]]:
+    """The files (and folders) of the modules whose job is starting a process on their caller's
+    behalf: the caller of a refused process start is the first frame outside them."""
+    import concurrent.futures
+    import multiprocessing
+    import subprocess
+
+    files = {os.__file__, subprocess.__file__}
+    for name in ("pty", "asyncio.subprocess", "asyncio.base_subprocess", "asyncio.unix_events"):
+        module = sys.modules.get(name)
+        if module is not None and getattr(module, "__file__", None):
+            files.add(module.__file__)
+    folders = (os.path.dirname(multiprocessing.__file__) + "/",
+               os.path.join(os.path.dirname(concurrent.futures.__file__), "process.py"))
+    return files, folders
 
 
 def _library_dirs() -> tuple[str, ...]:
@@ -125,11 +171,16 @@ def install(exit_worker, trusted: Iterable[object] = (),
     importers = {c for c in loaders} | {
         _code_of(getattr(sys.modules.get("_frozen_importlib_external"), "source_to_code", None))}
     classes = {id(c) for c in engine_classes}
+    import importlib
+
+    # Importing by name on a caller's behalf: the module counts as its first caller outside.
+    importers_by_name = handouts | {importlib.__file__}
     logging_frame = find_caller = None
     logging_module = sys.modules.get("logging")
     if logging_module is not None:
         logging_frame = _code_of(getattr(logging_module, "currentframe", None))
         find_caller = _code_of(logging_module.Logger.findCaller)
+    starter_files, starter_folders = _process_starters()
     get_frame, get_ident, exit_status = sys._getframe, threading.get_ident, ESCAPE_EXIT
     inside: set[int] = set()   # threads running this hook: its own frame reads pass
 
@@ -162,9 +213,28 @@ def install(exit_worker, trusted: Iterable[object] = (),
     def caller_in(frame, codes: set) -> bool:
         return frame is not None and frame.f_code in codes
 
+    def library_caller(frame, skip: set) -> bool:
+        """Whether the first caller outside the import system (and outside `skip`, modules
+        that act on a caller's behalf) is library code, not the student's."""
+        while frame is not None and (frame.f_code.co_filename.startswith("<frozen importlib")
+                                     or frame.f_code.co_filename in skip):
+            frame = frame.f_back
+        return frame is not None and _is_library(frame.f_code.co_filename, library)
+
+    def started_by_student(frame) -> bool:
+        """Whether the first caller outside the process-starting modules is the student's code
+        (hard evidence) rather than a library asking on an honest caller's behalf
+        (`platform.processor()` runs `uname -p`): that one only gets an error."""
+        while frame is not None and (frame.f_code.co_filename in starter_files or
+                                     frame.f_code.co_filename.startswith(starter_folders)):
+            frame = frame.f_back
+        return frame is None or not _is_library(frame.f_code.co_filename, library)
+
     def refused(event: str, args: tuple, frame) -> int | None:
         if event in _ALWAYS:
             return _ALWAYS[event]
+        if event in _PROCESS_EVENTS:
+            return PROCESS if started_by_student(frame) else DECLINED
         if event == "sys._getframe":
             return None if frames_allowed(frame) else FRAMES
         if event == "object.__getattr__":
@@ -172,13 +242,21 @@ def install(exit_worker, trusted: Iterable[object] = (),
                 return None if frames_allowed(frame) else FRAMES
             return None
         if event == "object.__setattr__":
+            # The worker swapped its library functions' code before this hook existed: no
+            # code is swapped after it, by anyone.
             if len(args) > 1 and args[1] == "__code__":
-                return None if caller_in(frame, trusted_codes) else SET_CODE
+                return SET_CODE
             if classes and isinstance(args[0], type) and id(args[0]) in classes:
                 return CLASSES
             return None
         if event in ("code.__new__", "function.__new__"):
-            return None if caller_in(frame, trusted_codes) else CODE
+            # torch.compile's bytecode rewriting builds code: library code may, the student's
+            # may not (a function built that way changes no refusal, which code swaps cannot
+            # reach any more; this only keeps the student's own code as written).
+            return None if caller_in(frame, trusted_codes) or library_caller(frame, set()) \
+                else CODE
+        if event == "pickle.find_class":
+            return None if tuple(map(str, args[:2])) in PICKLE_DATA else PICKLE
         if event == "compile":
             # A library's file name on the student's code would pass it for library code.
             name = args[1] if len(args) > 1 else None
@@ -192,7 +270,12 @@ def install(exit_worker, trusted: Iterable[object] = (),
         if event == "import":
             top = str(args[0]).split(".")[0] if args else ""
             if top in ("ctypes", "_ctypes"):
-                return CTYPES
+                # torch.compile's modules import ctypes (for Windows' DLLs); the student's code
+                # may not, nor through a module that imports by name on its behalf. Calling
+                # into ctypes stays refused to everyone (`ctypes.*` events).
+                return None if library_caller(frame, importers_by_name) else CTYPES
+            if top == "_posixsubprocess":
+                return PROCESS       # a fresh copy would bring back the replaced fork_exec
             return ENGINE if top == "autograder" else None
         return None
 
@@ -208,6 +291,8 @@ def install(exit_worker, trusted: Iterable[object] = (),
             kind = CTYPES if event.startswith("ctypes.") else refused(event, args, get_frame(1))
         finally:
             inside.discard(me)
+        if kind == DECLINED:
+            raise PermissionError("the grader's worker starts no other process")
         if kind is not None:
             exit_worker(exit_status + kind)
 

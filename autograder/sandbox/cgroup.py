@@ -118,4 +118,109 @@ def describe(state: MemoryState) -> str:
     return f"{state.used / 2**20:.0f} of {state.limit / 2**20:.0f} MiB"
 
 
-__all__ = ["MemoryState", "describe", "memory_state", "pressure"]
+
+
+
+# ------------------------------------------------------------------ a sandbox's own cgroup
+
+def _v2_mounts() -> list[Path]:
+    """Where the unified hierarchy is mounted (all of /sys/fs/cgroup, or its `unified` folder
+    on a hybrid machine)."""
+    found = []
+    try:
+        for line in Path("/proc/self/mountinfo").read_text().splitlines():
+            parts = line.split(" - ")
+            if len(parts) == 2 and parts[1].split(" ")[0] == "cgroup2":
+                found.append(Path(parts[0].split(" ")[4]))
+    except OSError:
+        pass
+    return found
+
+
+class Group:
+    """A memory cgroup made for one sandbox: its fork server and every worker it forks are in
+    it, so their memory together (address space or not: tmpfs pages, memfd, pipes, every
+    process) has one bound, which no rlimit gives."""
+
+    def __init__(self, path: Path, version: int):
+        self.path, self.version = path, version
+
+    def enter(self) -> None:
+        """Move the calling process in (its children follow); "0" names the writer itself."""
+        with open(self.path / "cgroup.procs", "w") as f:
+            f.write("0")
+
+    def usage(self) -> int:
+        name = "memory.usage_in_bytes" if self.version == 1 else "memory.current"
+        try:
+            return int((self.path / name).read_text().strip())
+        except (OSError, ValueError):
+            return 0
+
+    def set_limit(self, limit: int) -> bool:
+        files = (["memory.limit_in_bytes"] if self.version == 1
+                 else ["memory.max", "memory.swap.max"])
+        ok = True
+        for name in files:
+            value = "0" if name == "memory.swap.max" else str(int(limit))
+            try:
+                (self.path / name).write_text(value)
+            except OSError:
+                ok = ok and name == "memory.swap.max"     # no swap accounting: nothing to cap
+        if self.version == 1 and (self.path / "memory.memsw.limit_in_bytes").exists():
+            try:    # memory and swap together: no more than the memory itself
+                (self.path / "memory.memsw.limit_in_bytes").write_text(str(int(limit)))
+            except OSError:
+                pass
+        return ok
+
+    def oom_kills(self) -> int:
+        """How many processes in it the kernel killed for its limit so far."""
+        name = "memory.oom_control" if self.version == 1 else "memory.events"
+        return _stat(self.path / name).get("oom_kill", 0)
+
+    def describe(self) -> str:
+        return f"memory cgroup (v{self.version}) of the whole sandbox"
+
+    def remove(self) -> None:
+        try:
+            self.path.rmdir()
+        except OSError:
+            pass
+
+
+def make_group(name: str, mount: Path = MOUNT) -> Group | None:
+    """A new memory cgroup `name` under this process's own (v1 `memory` hierarchy, or v2 where
+    the memory controller is enabled for its children), or None where this process may not
+    make one (no root or delegation, a read-only /sys/fs/cgroup in a container)."""
+    try:
+        proc_cgroup = Path("/proc/self/cgroup").read_text()
+    except OSError:
+        return None
+    v2, v1 = _own_paths(proc_cgroup)
+    tries: list[tuple[Path, int]] = []
+    if v1 is not None and (mount / "memory").is_dir():
+        tries += [(p, 1) for p in _candidates(mount / "memory", v1)[:1] + [mount / "memory"]]
+    if v2 is not None:
+        for root in _v2_mounts():
+            tries += [(p, 2) for p in _candidates(root, v2)[:1] + [root]]
+    for parent, version in tries:
+        if version == 2:
+            try:
+                if "memory" not in (parent / "cgroup.subtree_control").read_text().split():
+                    continue
+            except OSError:
+                continue
+        path = parent / name
+        try:
+            path.mkdir()
+        except FileExistsError:
+            pass
+        except OSError:
+            continue
+        group = Group(path, version)
+        if group.set_limit(_UNLIMITED) or (path / "memory.max").exists():
+            return group
+        group.remove()
+    return None
+__all__ = ["Group", "MemoryState", "describe", "make_group", "memory_state", "pressure"]

@@ -8,16 +8,21 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 import socket
 import subprocess
 import tempfile
 import time
 
-from . import procfs, shared_start
+from . import cgroup, procfs, shared_start
 from .errors import SandboxError
 from .levels import (BASE_UID, LEVEL_DESCRIPTIONS, SANDBOX_ENGINE_ROOT, SCRUBBED_ENV,
                      bwrap_command, choose_level, file_view, forkserver_command, project_root)
 from .limits import Limits
+
+# What a worker's cgroup allowance adds for the fork server's pages it copies by writing to
+# them (reference counts of shared objects): measured at about 60 MB for a grading worker.
+COPIED_BYTES = 256 * 2**20
 
 
 # ------------------------------------------------------------------ the fork server
@@ -61,6 +66,10 @@ class Sandbox:
                                      worker_namespaces=worker_namespaces)
         # The fork server's own errors go to a file: a pipe nobody reads could fill and block.
         self.errors = tempfile.TemporaryFile()
+        # One memory cgroup for the whole sandbox where this machine lets us make one: the fork
+        # server enters it before it starts, and every worker is forked inside.
+        self.group = cgroup.make_group(f"autograder-{os.getpid()}-{slot}") if self.root else None
+        self._oom_kills = 0
         self.shared = False
         if not share_torch:
             why_not = "not asked for"
@@ -72,13 +81,17 @@ class Sandbox:
             shared_start.import_torch()
             pid = os.fork()
             if pid == 0:
+                if self.group is not None:
+                    self.group.enter()
                 shared_start.become_forkserver(fd, self.errors.fileno(), args)
             self.proc = shared_start.ForkedProcess(pid)
             self.shared = True
         else:
             self.proc = subprocess.Popen(cmd, pass_fds=[fd], env=SCRUBBED_ENV, cwd="/",
                                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                         stderr=self.errors)
+                                         stderr=self.errors,
+                                         preexec_fn=None if self.group is None
+                                         else self.group.enter)
         theirs.close()
         self._buf = b""
         self._next_id = 0
@@ -108,7 +121,12 @@ class Sandbox:
         self.pidns = bool(ready.get("pidns"))
         self.mechanisms = ready
         self.memory = memory_mechanisms(ready, self.uid if self.level != "rlimits" else None)
-        self.description += f"; memory: {self.memory}"
+        if self.group is not None:
+            self.memory = f"{self.group.describe()} (the fork server and its workers), " \
+                + self.memory
+            self._spare_forkserver()
+        self.processes = process_mechanisms(ready)
+        self.description += f"; memory: {self.memory}; processes: {self.processes}"
         self._ready = True
 
     def _read_reply(self, timeout: float) -> dict:
@@ -130,13 +148,46 @@ class Sandbox:
         line, self._buf = self._buf.split(b"\n", 1)
         return json.loads(line)
 
-    def spawn(self, limits: Limits) -> tuple[int, socket.socket, int]:
+    def _spare_forkserver(self) -> None:
+        """When the sandbox's cgroup runs out, the kernel kills the worker, never the fork
+        server (workers raise their own score back: `forkserver._become_worker`)."""
+        pid = _forkserver_pid(self.proc.pid)
+        for p in {pid, self.proc.pid} - {None}:
+            try:
+                Path(f"/proc/{p}/oom_score_adj").write_text("-1000")
+            except OSError:
+                pass
+
+    def _bound_memory(self, limits: Limits) -> None:
+        """The sandbox's cgroup limit for the next worker: what the fork server holds now (no
+        worker is left alive), plus what `limits.memory_mb` promises a worker (its address
+        space, and as much again for files and shared memory), plus room for the pages of the
+        fork server a worker copies by writing to them."""
+        if self.group is None:
+            return
+        self._drain()
+        self.group.set_limit(self.group.usage() + 2 * limits.memory_mb * 2**20 + COPIED_BYTES)
+
+    def oom_killed(self) -> bool:
+        """Whether the sandbox's cgroup killed a process since last asked."""
+        if self.group is None:
+            return False
+        kills = self.group.oom_kills()
+        killed, self._oom_kills = kills > self._oom_kills, kills
+        return killed
+
+    def spawn(self, limits: Limits, forbidden: tuple[str, ...] = ()
+              ) -> tuple[int, socket.socket, int]:
+        """A new worker that refuses `forbidden` for good from before the student's code runs
+        (and installs the audit hook unless `limits.audit_hook` is 0)."""
         self.wait_ready()
+        self._bound_memory(limits)
         self._next_id += 1
         wid = self._next_id
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         memory = self._memory_bytes(limits)
         req = {"op": "spawn", "id": wid, "uid": self.uid if self.level != "rlimits" else None,
+               "forbidden": [str(n) for n in forbidden], "audit": bool(limits.audit_hook),
                "limits": {
                    "memory_bytes": memory,
                    "cpu_seconds": int(limits.submission_seconds * 2 + 30),
@@ -186,7 +237,10 @@ class Sandbox:
         if not wait:
             self._unanswered += 1
             return {}
-        return self._reply(timeout=60)
+        info = self._reply(timeout=60)
+        if self.oom_killed():
+            info["cgroup_oom"] = True
+        return info
 
     def _send(self, request: dict) -> None:
         # A fork server that is gone (Ctrl-C reaches it too) is the sandbox's failure, which
@@ -220,11 +274,21 @@ class Sandbox:
                 self.proc.kill()
                 self.proc.wait()
             self.errors.close()
+            if self.group is not None:
+                self.group.remove()
             if self._stage:
                 try:
                     os.rmdir(self._stage)
                 except OSError:
                     pass
+
+
+def process_mechanisms(ready: dict) -> str:
+    """What keeps a worker alone (no second process), from the fork server's report."""
+    if ready.get("seccomp"):
+        return "none besides the worker (seccomp filter: no fork, exec or ptrace; audit hook)"
+    return ("none besides the worker from Python (audit hook); no seccomp filter here, so "
+            "native code is held only by the process limit")
 
 
 def memory_mechanisms(ready: dict, uid: int | None) -> str:

@@ -28,7 +28,8 @@ import sys
 import tempfile
 import time
 
-from . import ipc, levels, mounts, procfs
+from . import ipc, levels, mounts, procfs, seccomp
+from .evidence import UNARMED, UNARMED_EXIT
 from .limits import MSGQUEUE_BYTES
 
 CLONE_NEWNS = 0x00020000
@@ -129,8 +130,10 @@ def _tasks_of(uid: int) -> int:
 
 
 def _become_worker(sock_fd: int, workdir: str, uid: int | None, limits: dict,
-                   own_pidns: bool, private: dict) -> None:
-    """In the worker: enter the sandbox for good, then serve the student's calls."""
+                   own_pidns: bool, private: dict, forbidden: tuple[str, ...] = (),
+                   audit_hook: bool = True, process_filter: bool = False) -> None:
+    """In the worker: enter the sandbox for good, refuse `forbidden` (the fork request's word,
+    read before the student's source exists), then serve the student's calls."""
     if private["private"]:
         # Its own mount and IPC namespaces: a private /proc (with its own PID namespace it sees
         # only its own processes), capped shared memory, one capped tmpfs for all it writes.
@@ -147,6 +150,13 @@ def _become_worker(sock_fd: int, workdir: str, uid: int | None, limits: dict,
         os.dup2(devnull, fd)
     os.closerange(3, sock_fd)
     os.closerange(sock_fd + 1, 65536)
+    try:
+        # The first the kernel kills when the sandbox's memory cgroup runs out (the fork
+        # server is spared: `client.Sandbox`); written while /proc/self is still ours.
+        with open("/proc/self/oom_score_adj", "w") as f:
+            f.write("1000")
+    except OSError:
+        pass
     if uid is not None:
         os.setgroups([])
         os.setgid(uid)
@@ -157,6 +167,11 @@ def _become_worker(sock_fd: int, workdir: str, uid: int | None, limits: dict,
     _set_limits(limits, nproc)
     _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
     _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    # No second process from here on, whatever runs (`seccomp.py`); where this machine gave the
+    # filter to a test child, a worker that cannot have it does not run (fail closed).
+    if process_filter and not seccomp.install():
+        os._exit(UNARMED_EXIT + UNARMED.index(
+            "the seccomp filter refusing a second process could not be installed"))
     os.environ.clear()
     os.environ.update({"PATH": "/usr/bin:/bin", "HOME": workdir, "TMPDIR": workdir,
                        "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1"})
@@ -167,7 +182,7 @@ def _become_worker(sock_fd: int, workdir: str, uid: int | None, limits: dict,
                    or "site-packages" in p]
     from .worker import main_from_fd
 
-    main_from_fd(sock_fd, int(limits["output_bytes"]))
+    main_from_fd(sock_fd, int(limits["output_bytes"]), forbidden, audit_hook)
 
 
 def _kill_uid(uid: int) -> None:
@@ -239,6 +254,7 @@ class ForkServer:
         self.private = _probe_private() if worker_namespaces else \
             {"private": False, "ipc_limits": False, "scratch": False}
         self.own_pidns = _own_pid_namespace() if pid_namespaces else None
+        self.process_filter = seccomp.available()
         self.use_pidns = self.own_pidns is not None
         if not self.use_pidns:
             # Orphans of a worker become this process's children, to be killed at its finish.
@@ -270,7 +286,9 @@ class ForkServer:
                 self.control.close()
                 if self.private["private"]:
                     _check(_libc.unshare(CLONE_NEWNS | CLONE_NEWIPC), "unshare")
-                _become_worker(fd, workdir, uid, limits, self.use_pidns, self.private)
+                _become_worker(fd, workdir, uid, limits, self.use_pidns, self.private,
+                               tuple(str(n) for n in req.get("forbidden", [])),
+                               req.get("audit", True) is not False, self.process_filter)
             finally:
                 os._exit(70)
         os.close(fd)
@@ -331,6 +349,7 @@ class ForkServer:
 
     def mechanisms(self) -> dict:
         return {"pidns": self.use_pidns, "ipcns": self.private["private"],
+                "seccomp": self.process_filter,
                 "ipc_limits": self.private["ipc_limits"], "scratch": self.private["scratch"],
                 "own_root": self.own_root, "cleanup": not self.private["private"] and (
                     self.owns_tmp or os.geteuid() == 0)}

@@ -94,7 +94,8 @@ def _is_torch(name: str) -> bool:
 def own_code() -> set[types.CodeType]:
     """The code objects of this module's functions (nested ones included): the audit hook lets
     them, and only them, build code and swap a function's code."""
-    found, todo = set(), [f.__code__ for f in (_template, _bind, isolated, make_guard)]
+    found, todo = set(), [f.__code__ for f in (_template, _bind, isolated, make_guard, _plan,
+                                                _refusal)]
     while todo:
         code = todo.pop()
         found.add(code)
@@ -102,28 +103,85 @@ def own_code() -> set[types.CodeType]:
     return found
 
 
-def make_guard(on_hit: Callable[[int], Any], offset: int = 0, limit: int = 1 << 30,
-               names: Iterable[str] = ()) -> tuple[Callable[[list[str]], None],
-                                                  Callable[[], None], Callable[[], list[str]]]:
-    """`(arm, disarm, problems)`: `arm(names)` refuses `names` (a call's forbidden routines)
-    until `disarm()` (arming the names already armed costs nothing); a refusal calls
-    `on_hit(offset + index)` (`index` into `names`, at most `limit - 1`), and nothing else: in
-    the worker `on_hit` is `os._exit`, so the refusing code holds nothing of the engine's.
-    `problems()` says what could not be refused (an old torch without the registration API,
-    say), so that the result can say so instead of the grader crashing.
+def _refusal(template: types.CodeType, on_hit: Callable, index: int,
+             freevars: tuple[str, ...] = ()) -> types.CodeType:
+    """The refusing code (`on_hit(index)`), with `freevars` as free variables when it replaces
+    the code of a function that has a closure (`__code__` must keep the closure's size)."""
+    if freevars:
+        names = ", ".join(freevars)
+        source = (f"def outer():\n    {' = '.join(freevars)} = None\n"
+                  f"    def refuse(*args, **kwargs):\n        ({names},)\n"
+                  f"        return \"@on_hit\"(\"@index\")\n    return refuse\n")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SyntaxWarning)
+            outer = next(c for c in compile(source, "<forbidden routine>", "exec").co_consts
+                         if isinstance(c, types.CodeType))
+        template = next(c for c in outer.co_consts if isinstance(c, types.CodeType))
+    return _bind(template, {"@on_hit": on_hit, "@index": index})
 
-    Everything arming needs is taken here, before any student code runs, and kept in this
-    closure: the operator table and each operator's overloads and keys, the library functions
-    of `names` (the assignment's forbidden routines), torch's registration entry point and the
-    built-ins used, so that nothing the student's code rebinds later (a module attribute, a
-    built-in, this module's own names) changes what `arm` does."""
-    import torch
 
-    _getattr, _setattr, _isinstance, _tuple = getattr, setattr, isinstance, tuple
-    make = getattr(torch._C, "_dispatch_library", None)
-    python_library = torch.library.Library
-    catch_warnings, simplefilter = warnings.catch_warnings, warnings.simplefilter
-    function_type = types.FunctionType
+def _functions_of(function: Any) -> list[types.FunctionType]:
+    """A Python function and every function it wraps (`__wrapped__`, as decorators record it):
+    each is swapped, so that neither the wrapper nor the original reached another way runs."""
+    found: list[types.FunctionType] = []
+    while isinstance(function, types.FunctionType) and function not in found:
+        found.append(function)
+        function = getattr(function, "__wrapped__", None)
+    return found
+
+
+def _plan(names: tuple[str, ...], on_hit: Callable[[int], Any], offset: int, limit: int,
+          targets: dict, table: dict, op_plan: dict) -> tuple[list, list]:
+    """What refusing `names` does: dispatcher registrations (overload, key, kernel) and
+    Python-level swaps (object, attribute, refusing value)."""
+    template = _template()
+    kernels: dict[int, Callable] = {}
+
+    def kernel(index: int) -> Callable:
+        if index not in kernels:
+            kernels[index] = types.FunctionType(
+                _bind(template, {"@on_hit": on_hit, "@index": offset + min(index, limit - 1)}),
+                {"__builtins__": {}}, "refuse")
+        return kernels[index]
+
+    registrations, mapped = [], {}
+    for index, name in enumerate(names):
+        for op in table.get(name, ()):
+            if op in mapped:
+                continue
+            mapped[op] = name
+            for overload, keys in op_plan.get(op, ()):
+                for key in keys:
+                    registrations.append((overload, key, kernel(index)))
+    routed = set(mapped.values())
+    swaps = []
+    for index, name in enumerate(names):
+        if "." not in name or name.startswith("autograd."):
+            continue
+        target = targets[name] if name in targets else _python_target(name)
+        if target is None:
+            continue
+        owner, attr, function = target
+        at = offset + min(index, limit - 1)
+        if isinstance(function, types.FunctionType):
+            # In place: every reference to this function object meets the refusal.
+            swaps += [(f, "__code__", _refusal(template, on_hit, at, f.__code__.co_freevars))
+                      for f in _functions_of(function)]
+        elif not _is_torch(name) or name not in routed:
+            # A built-in the dispatcher table maps is refused there; any other is replaced
+            # by name where it lives (`torch.mul`, whose operator `2 * x` reaches too).
+            homes = [(owner, attr)]
+            home = sys.modules.get(getattr(function, "__module__", None) or "")
+            short = getattr(function, "__name__", None)
+            if home is not None and short and getattr(home, short, None) is function:
+                homes.append((home, short))
+            swaps += [(where, key, kernel(index)) for where, key in homes]
+    return registrations, swaps
+
+
+def _tables(names: Iterable[str]) -> tuple[dict, dict, dict]:
+    """The operator table, each operator's overloads and keys, and the library functions of
+    `names`, looked up once."""
     table = {name: tuple(ops) for name, ops in ROUTINE_OPS.items()}
     op_plan = {op: [(o, tuple(kernel_keys(o))) for o in overloads(op)]
                for op in {op for ops in table.values() for op in ops}}
@@ -131,8 +189,69 @@ def make_guard(on_hit: Callable[[int], Any], offset: int = 0, limit: int = 1 << 
     for name in list(table) + list(names):
         if "." in name and not name.startswith("autograd.") and name not in targets:
             targets[name] = _python_target(name)
-    bind = _bind
-    template = _template()
+    return table, op_plan, targets
+
+
+def install(names: Iterable[str], on_hit: Callable[[int], Any], offset: int = 0,
+            limit: int = 1 << 30) -> int | None:
+    """Refuse `names` in this process for good: the sandboxed worker's arming, done once,
+    before the student's source is imported, from the forbidden names the trusted side sent.
+
+    Nothing is kept that could take a refusal back: the registration's handle is held only by
+    a reference count that no Python object owns (no variable, list or closure leads to it),
+    and the replaced code of a library function is dropped. Returns None, or the index of what
+    could not be installed (`evidence.UNARMED`), for the worker to end on before any student
+    code runs."""
+    import torch
+
+    names = tuple(names)
+    table, op_plan, targets = _tables(names)
+    registrations, swaps = _plan(names, on_hit, offset, limit, targets, table, op_plan)
+    if registrations:
+        make = getattr(torch._C, "_dispatch_library", None)
+        if make is None:
+            return 0
+        try:
+            lib = make("IMPL", "aten", "", "<forbidden routine>", 0)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # "overriding a previously registered kernel"
+                for overload, dispatch_key, kernel in registrations:
+                    lib.impl(overload, dispatch_key, kernel, False)
+            import ctypes
+
+            ctypes.pythonapi.Py_IncRef(ctypes.py_object(lib))
+            del lib
+        except Exception:  # noqa: BLE001 - whatever the registration raised: fail closed
+            return 1
+    for where, attr, value in swaps:
+        try:
+            setattr(where, attr, value)
+        except (AttributeError, TypeError, ValueError):
+            return 2
+    return None
+
+
+def make_guard(on_hit: Callable[[int], Any], offset: int = 0, limit: int = 1 << 30,
+               names: Iterable[str] = ()) -> tuple[Callable[[list[str]], None],
+                                                  Callable[[], None], Callable[[], list[str]]]:
+    """`(arm, disarm, problems)` for the student's own process (`autograder check`, otter),
+    where a question's refusals hold while its calls run: `arm(names)` refuses `names` (a
+    call's forbidden routines) until `disarm()` (arming the names already armed costs
+    nothing); a refusal calls `on_hit(offset + index)` (`index` into `names`, at most
+    `limit - 1`). `problems()` says what could not be refused (an older torch without the
+    registration API, say), so that the result can say so instead of the check crashing.
+    The sandboxed worker never disarms: it uses `install`.
+
+    Everything arming needs is taken here and kept in this closure: the operator table and
+    each operator's overloads and keys, the library functions of `names`, torch's
+    registration entry point and the built-ins used."""
+    import torch
+
+    _getattr, _setattr, _isinstance, _tuple = getattr, setattr, isinstance, tuple
+    make = getattr(torch._C, "_dispatch_library", None)
+    python_library = torch.library.Library
+    catch_warnings, simplefilter = warnings.catch_warnings, warnings.simplefilter
+    table, op_plan, targets = _tables(names)
     plans: dict[tuple[str, ...], tuple[list, list]] = {}   # names -> (registrations, swaps)
     problems: list[str] = []
     handle: list[Any] = []                  # the armed registration, if any
@@ -148,51 +267,8 @@ def make_guard(on_hit: Callable[[int], Any], offset: int = 0, limit: int = 1 << 
         return python_library("aten", "IMPL")
 
     def plan(names: tuple[str, ...]) -> tuple[list, list]:
-        """What arming `names` does: dispatcher registrations (overload, key, kernel) and
-        Python-level swaps (object, attribute, refusing value)."""
-        if names in plans:
-            return plans[names]
-        kernels: dict[int, Callable] = {}
-
-        def kernel(index: int) -> Callable:
-            if index not in kernels:
-                kernels[index] = function_type(
-                    bind(template, {"@on_hit": on_hit, "@index": offset + min(index, limit - 1)}),
-                    {"__builtins__": {}}, "refuse")
-            return kernels[index]
-
-        registrations, mapped = [], {}
-        for index, name in enumerate(names):
-            for op in table.get(name, ()):
-                if op in mapped:
-                    continue
-                mapped[op] = name
-                for overload, keys in op_plan.get(op, ()):
-                    for key in keys:
-                        registrations.append((overload, key, kernel(index)))
-        routed = set(mapped.values())
-        swaps = []
-        for index, name in enumerate(names):
-            if "." not in name or name.startswith("autograd."):
-                continue
-            target = targets[name] if name in targets else _python_target(name)
-            if target is None:
-                continue
-            owner, attr, function = target
-            if _isinstance(function, function_type) and not function.__closure__:
-                # In place: every reference to this function object meets the refusal.
-                swaps.append((function, "__code__", bind(template, {
-                    "@on_hit": on_hit, "@index": offset + min(index, limit - 1)})))
-            elif not _is_torch(name) or name not in routed:
-                # A built-in the dispatcher table maps is refused there; any other is replaced
-                # by name where it lives (`torch.mul`, whose operator `2 * x` reaches too).
-                homes = [(owner, attr)]
-                home = sys.modules.get(_getattr(function, "__module__", None) or "")
-                short = _getattr(function, "__name__", None)
-                if home is not None and short and _getattr(home, short, None) is function:
-                    homes.append((home, short))
-                swaps += [(where, key, kernel(index)) for where, key in homes]
-        plans[names] = (registrations, swaps)
+        if names not in plans:
+            plans[names] = _plan(names, on_hit, offset, limit, targets, table, op_plan)
         return plans[names]
 
     def arm(names: list[str]) -> None:

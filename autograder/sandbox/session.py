@@ -1,8 +1,11 @@
-"""One submission's worker, seen from the trusted side: load the student's file, serve calls.
+"""One submission's workers, seen from the trusted side: load the student's file, serve calls.
 
-The worker is forked by the sandbox's fork server (`client.Sandbox`); this side sends it the
-inputs of each call, enforces the time limits (killing the worker through the fork server), and
-validates everything the worker sends back before it reaches the verdict.
+Each worker is forked by the sandbox's fork server (`client.Sandbox`) and refuses one set of
+forbidden routines for good, from before the student's file is imported in it: the questions
+whose forbidden routines differ run in different workers (one live at a time, each importing
+the student's file). This side sends each call's inputs, enforces the time limits (killing the
+worker through the fork server), and validates everything the worker sends back before it
+reaches the verdict.
 """
 from __future__ import annotations
 
@@ -12,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 from . import cgroup, wire
-from .evidence import ESCAPES, read_exit
+from .evidence import ESCAPES, UNARMED, read_end
 from .execute import iter_arrays
 from .limits import Limits
 from .protocol import decode_error, decode_outcome
@@ -32,11 +35,13 @@ class WorkerStopped(Exception):
 
 class Refused(WorkerStopped):
     """The worker ended itself with an exit status only the engine's refusals use (`evidence`):
-    `kind` is "forbidden" (`index` into the call's forbidden names) or "escape" (`index` into
-    `evidence.ESCAPES`). A student can end their own worker so too, which only costs them."""
+    `kind` is "forbidden" (`index` into the worker's forbidden names), "escape" (`index` into
+    `evidence.ESCAPES`) or "unarmed" (`index` into `evidence.UNARMED`: its refusals could not
+    be installed). A student can end their own worker so too, which only costs them."""
 
     def __init__(self, kind: str, index: int, doing: str):
-        super().__init__("forbidden" if kind == "forbidden" else "integrity", doing)
+        super().__init__({"forbidden": "forbidden", "unarmed": "error"}.get(kind, "integrity"),
+                         doing)
         self.kind, self.index, self.doing = kind, index, doing
 
 
@@ -63,22 +68,23 @@ class LoadResult:
 
 
 class WorkerSession:
-    """The worker of one submission: import the student's file once, then serve calls.
+    """The workers of one submission: each imports the student's file once, then serves calls.
 
-    A worker that is killed (time limit) or dies is replaced on the next call, re-importing the
-    student's file, so one runaway function costs only its own question.
+    A call runs in the worker armed for its question's forbidden routines (`call`); when they
+    differ from the live worker's, that worker is stopped and one armed for the new set is
+    started. A worker that is killed (time limit) or dies is replaced on the next call,
+    re-importing the student's file, so one runaway function costs only its own question.
     """
 
     def __init__(self, sandbox: Sandbox, source: str, filename: str, module: str,
                  api: list[str], limits: Limits, cells: list[tuple[int, str]] | None = None,
-                 answers: list[str] | None = None, tripwires: list[str] | None = None,
+                 answers: list[str] | None = None,
                  memo: wire.Memo | None = None, texts: list[str] | None = None):
         self.sandbox, self.source, self.filename = sandbox, source, filename
         self.cells = cells   # a notebook: code cells run one by one, going on after errors
         self.module, self.api, self.limits = module, api, limits
         self.answers = list(answers or [])       # names of values to report (knowledge checks)
         self.texts = list(texts or [])           # names of text variables (written answers)
-        self.tripwires = list(tripwires or [])   # every forbidden routine of the assignment
         self.memo = memo    # encodings of inputs the grader sends every submission alike
         self.wid: int | None = None
         self.sock: socket.socket | None = None
@@ -90,7 +96,10 @@ class WorkerSession:
         self.question: str | None = None    # the question being graded (None: the import)
         # Escapes the worker's audit hook refused: [{"escape": words, "question": id or None}]
         self.escapes: list[dict] = []
-        self.unchecked: str | None = None   # a check the worker could not install, if any
+        # Questions whose worker could not install its refusals: [{"question", "reason"}]
+        self.unarmed: list[dict] = []
+        self.forbidden: tuple[str, ...] = ()    # what the live worker refuses
+        self.failed: dict[tuple[str, ...], WorkerStopped] = {}   # sets whose import failed
 
     # -- deadlines
     def begin_question(self) -> None:
@@ -100,15 +109,29 @@ class WorkerSession:
         return min(self.question_deadline, self.started + self.limits.submission_seconds)
 
     # -- lifecycle
-    def load(self) -> LoadResult:
+    def start(self, forbidden: list[str] | tuple[str, ...] = ()) -> LoadResult:
+        """The first worker, armed for `forbidden` (the first question's set): what the file
+        defines. When that set's refusals end the import (a forbidden routine called at the
+        top level, or refusals that cannot be installed), only that set's questions pay: the
+        definitions come from a worker that refuses nothing, which grades no question."""
+        key = tuple(forbidden)
+        try:
+            return self.load(key)
+        except WorkerStopped as e:
+            if not key or not (e.status == "forbidden" or getattr(e, "kind", "") == "unarmed"):
+                raise
+            self.failed[key] = e
+            return self.load(())
+
+    def load(self, forbidden: tuple[str, ...] = ()) -> LoadResult:
         self._refuse_if_malformed()
-        self.wid, self.sock, self.memory_bytes = self.sandbox.spawn(self.limits)
+        self.wid, self.sock, self.memory_bytes = self.sandbox.spawn(self.limits, forbidden)
+        self.forbidden = forbidden
         self.reader = wire.Reader(self.sock)
         deadline = min(time.monotonic() + self.limits.import_seconds,
                        self.started + self.limits.submission_seconds)
         request = {"op": "load", "filename": self.filename, "module": self.module,
-                   "api": self.api, "answers": self.answers, "forbidden": self.tripwires,
-                   "audit": bool(self.limits.audit_hook)}
+                   "api": self.api, "answers": self.answers}
         if self.texts:
             request["texts"] = self.texts
         if self.cells is not None:
@@ -118,11 +141,34 @@ class WorkerSession:
         try:
             reply, rbuf = self._exchange(request, [], deadline, "importing your file")
         except Refused as e:
-            raise self._refused(e, []) from None
+            raise self._refused(e, list(forbidden)) from None
         try:
             return _load_result(reply, rbuf, self.api, self.answers, self.texts)
         except Exception as e:  # noqa: BLE001 - untrusted data: every failure is malformed
             self._malformed(e)
+
+    def _switch(self, forbidden: tuple[str, ...]) -> None:
+        """Have a live worker armed for `forbidden`, importing the student's file in a new one
+        when needed. A set whose import failed fails the same way at once for its other cases."""
+        if forbidden in self.failed:
+            raise self.failed[forbidden]
+        if self.sock is not None and forbidden == self.forbidden:
+            return
+        self._stop(wait=False)
+        try:
+            loaded = self.load(forbidden)
+        except WorkerStopped as e:
+            if e.status in ("forbidden", "error", "integrity"):
+                self.failed[forbidden] = e
+            raise
+        if not loaded.ok:
+            self._stop()
+            err = loaded.error or {}
+            stopped = WorkerStopped("error", "your file failed to import again for this "
+                                             f"question ({err.get('type')}: "
+                                             f"{err.get('message')})")
+            self.failed[forbidden] = stopped
+            raise stopped
 
     def _stop(self, grace: float = 0.0, wait: bool = True) -> dict:
         info = {}
@@ -152,20 +198,17 @@ class WorkerSession:
 
     # -- calls
     def call(self, fn: str, args: tuple, kwargs: dict, *, upstream: Any, want_grad: bool,
-             forbidden: list[str]) -> dict:
+             forbidden: list[str] | None) -> dict:
+        """Run `fn` in the worker armed for `forbidden` (None: the live worker's set, for a
+        call a question file makes outside its checks)."""
         self._refuse_if_malformed()
-        if self.sock is None:
-            loaded = self.load()
-            if not loaded.ok:
-                self._stop()
-                raise WorkerStopped("error", "your file failed to import again after the "
-                                             "previous stop")
+        forbidden = self.forbidden if forbidden is None else tuple(forbidden)
+        self._switch(forbidden)
         buffers: list[bytes] = []
         header = {"op": "call", "fn": fn,
                   "inputs": wire.encode((tuple(args), dict(kwargs)), buffers, memo=self.memo),
                   "upstream": wire.encode(upstream, buffers, memo=self.memo),
-                  "want_grad": want_grad,
-                  "forbidden": list(forbidden)}
+                  "want_grad": want_grad}
         try:
             reply, rbuf = self._exchange(header, buffers, self._deadline(), f"running {fn}")
         except Refused as e:
@@ -181,12 +224,22 @@ class WorkerSession:
     def _refused(self, e: Refused, forbidden: list[str], fn: str | None = None,
                  noun: str = "tensor") -> WorkerStopped:
         """What a refusal means for this case: a forbidden call (named in the assignment's words),
-        or an escape, recorded for `integrity.withhold_for_escapes`."""
+        refusals that could not be installed (the question is not graded, and flagged), or an
+        escape, recorded for `integrity.withhold_for_escapes`."""
         if e.kind == "forbidden":
             routine = forbidden[e.index] if e.index < len(forbidden) else "a forbidden routine"
-            stopped = WorkerStopped("forbidden", forbidden_message(fn or "your code", [routine],
-                                                                  noun))
+            if fn is None:
+                stopped = WorkerStopped("forbidden", import_forbidden_message(routine))
+            else:
+                stopped = WorkerStopped("forbidden", forbidden_message(fn, [routine], noun))
             stopped.routines, stopped.noun = [routine], noun
+            return stopped
+        if e.kind == "unarmed":
+            reason = UNARMED[e.index]
+            if not any(x["question"] == self.question for x in self.unarmed):
+                self.unarmed.append({"question": self.question, "reason": reason})
+            stopped = WorkerStopped("error", unarmed_message(reason))
+            stopped.kind = "unarmed"
             return stopped
         what = ESCAPES[e.index]
         question = self.question if fn is not None else None
@@ -229,7 +282,7 @@ class WorkerSession:
             self._malformed(e)
         except (EOFError, ConnectionError, OSError):
             info = self._stop(grace=1.0)
-            evidence = read_exit(info.get("exit"))
+            evidence = read_end(info)
             if evidence is not None:
                 raise Refused(evidence[0], evidence[1], doing) from None
             raise WorkerStopped(*_death(info, doing)) from None
@@ -360,6 +413,10 @@ _SIGNALS = {9: "killed", 11: "crashed (segmentation fault; endless recursion?)",
 
 
 def _death(info: dict, doing: str) -> tuple[str, str]:
+    if info.get("cgroup_oom"):
+        return "memory", (f"memory limit: {doing} used more memory than the sandbox allows "
+                          "(its memory cgroup, which counts every kind of memory) and was "
+                          "stopped")
     if "exit" in info:
         return "error", (f"your code ended the process (exit code {info['exit']}) while "
                          f"{doing}; do not call sys.exit, os._exit or similar")
@@ -376,6 +433,20 @@ def _death(info: dict, doing: str) -> tuple[str, str]:
         return "error", f"the process stopped unexpectedly while {doing}"
     what = _SIGNALS.get(sig, f"ended by signal {sig}")
     return "error", f"the process {what} while {doing}"
+
+
+def import_forbidden_message(routine: str) -> str:
+    """The feedback of a forbidden routine called while the file was imported: the top level
+    of the file runs under the question's refusals too."""
+    return (f"importing your file called `{routine}`, which this question asks you to write "
+            "yourself: the code at the top level of your file runs under this question's check "
+            "too (put a demo or a comparison with the library under "
+            "`if __name__ == \"__main__\":`)")
+
+
+def unarmed_message(reason: str) -> str:
+    return (f"the grader could not install its check of forbidden routines for this question "
+            f"({reason}), so the question was not graded; flagged for your instructor's review")
 
 
 def forbidden_message(fn: str, routines: list[str], noun: str = "tensor",

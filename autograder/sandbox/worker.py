@@ -5,12 +5,13 @@ talks to the trusted grader over one socket. It holds no reference code, no expe
 no hidden test definitions: only the inputs of each call. Everything it sends back is data that
 the trusted side validates (`protocol.decode_outcome`).
 
-Before the student's source runs (`protect`), the worker installs its audit hook (`audit.py`),
-takes the engine's modules out of `sys.modules` and gives the process a fresh `__main__`, so
-that nothing of the engine is within the student's reach without an audited (and refused)
-operation. Each call's forbidden routines are refused at torch's dispatcher and at the Python
-functions themselves (`guard.py`) for as long as that question's calls run; a refusal ends the
-worker with an exit status naming it (`evidence.py`), which no reply can hide.
+Before the student's source exists in it, the worker refuses its forbidden routines for good
+(`guard.install`, from the names the trusted side put in the fork request: one worker per
+distinct set of a submission's questions), then installs its audit hook (`audit.py`), takes the
+engine's modules out of `sys.modules` and gives the process a fresh `__main__`. No later
+message changes what is refused, and nothing is kept that could undo it; a refusal ends the
+worker with an exit status naming it (`evidence.py`), which no reply can hide. A worker that
+cannot install its refusals ends before the student's source is imported (fail closed).
 """
 from __future__ import annotations
 
@@ -22,12 +23,16 @@ import sys
 import types
 
 from . import audit, guard, wire
-from .evidence import FORBIDDEN_EXIT, MAX_FORBIDDEN
+from .evidence import FORBIDDEN_EXIT, MAX_FORBIDDEN, UNARMED_EXIT
 from .execute import describe_error, is_memory_error, run_call
 from .protocol import encode_outcome
 
 # Taken before any student code runs: what the student rebinds later changes nothing here.
 _exit = os._exit
+# `_posixsubprocess.fork_exec`'s stand-in: it raises the audit event the original lacks, so the
+# hook judges who asked (the student: hard evidence; a library: an error), and starts nothing.
+_REFUSE_PROCESS = ('def fork_exec(*args, **kwargs):\n    "@audit"("os.posix_spawn", None, None, None)\n'
+                   '    raise "@error"("the grader\'s worker starts no other process")\n')
 ENGINE = "autograder"
 
 
@@ -42,6 +47,12 @@ def protect() -> None:
     worker process; never in the student's own process (`autograder check`)."""
     classes = [v for n in _engine_modules() for v in vars(sys.modules[n]).values()
                if isinstance(v, type) and str(getattr(v, "__module__", "")).startswith(ENGINE)]
+    # The one way to start a process that raises no audit event of its own (subprocess and
+    # multiprocessing use it): replaced by a refusal, and importing a fresh copy is refused.
+    import _posixsubprocess
+
+    _posixsubprocess.fork_exec = guard.isolated(_REFUSE_PROCESS, {
+        "@audit": sys.audit, "@error": PermissionError}, "fork_exec")
     audit.install(_exit, trusted=guard.own_code(), engine_classes=classes)
     for name in _engine_modules():
         del sys.modules[name]
@@ -207,8 +218,10 @@ def _shift_buffers(node, offset: int):
     return node
 
 
-def serve(sock: socket.socket, output_cap: int) -> None:
-    """Main loop of a worker; returns when the trusted side closes the socket."""
+def serve(sock: socket.socket, output_cap: int, forbidden: tuple[str, ...] = ()) -> None:
+    """Main loop of a worker; returns when the trusted side closes the socket. `forbidden`:
+    the routines this worker refuses (already installed), for the autograd nodes the outcome
+    names beside the refusals."""
     # Prints go nowhere (descriptors 1 and 2 are /dev/null already), through plain file
     # objects: nothing of the engine's own sits in `sys.stdout`.
     sys.stdout = open(os.devnull, "w", encoding="utf-8", errors="replace")
@@ -216,8 +229,6 @@ def serve(sock: socket.socket, output_cap: int) -> None:
     channel = Channel(sock)
     module = None
     api: list[str] = []
-    arm = problems = None
-    protected = False
     while True:
         try:
             header, buffers = channel.recv()
@@ -229,15 +240,6 @@ def serve(sock: socket.socket, output_cap: int) -> None:
             answers = [str(a) for a in header.get("answers", [])]
             texts = [str(a) for a in header.get("texts", [])]
             try:
-                if not protected:
-                    # Held only in this frame, made before the student's code runs: it can
-                    # neither reach nor rebind what arming uses.
-                    arm, _, problems = guard.make_guard(
-                        _exit, offset=FORBIDDEN_EXIT, limit=MAX_FORBIDDEN,
-                        names=[str(n) for n in header.get("forbidden", [])])
-                    if header.get("audit") is not False:
-                        protect()
-                    protected = True
                 cell_errors = None
                 if isinstance(header.get("cells"), list):
                     module, cell_errors = load_student_cells(header["cells"], header["filename"],
@@ -263,15 +265,9 @@ def serve(sock: socket.socket, output_cap: int) -> None:
             args, kwargs = wire.decode(header["inputs"], buffers)
             upstream = wire.decode(header["upstream"], buffers)
             func = module.__dict__.get(header["fn"])
-            forbidden = [str(f) for f in header.get("forbidden", [])]
-            # Armed until the next call forbids something else: encoding the result (which may
-            # run the student's code, e.g. a tensor subclass) happens under the same refusals.
-            arm(forbidden)
             outcome = run_call(func, tuple(args), dict(kwargs), upstream=upstream,
                                want_grad=bool(header.get("want_grad")),
-                               forbidden=forbidden, api=api, guard=False)
-            if problems():
-                outcome["unchecked"] = problems()[0]
+                               forbidden=list(forbidden), api=api, guard=False)
             out_buffers: list[bytes] = []
             try:
                 node = encode_outcome(outcome, out_buffers)
@@ -294,9 +290,22 @@ def _syntax_info(exc: BaseException) -> dict | None:
     return None
 
 
-def main_from_fd(fd: int, output_cap: int) -> None:
+def arm_for_good(forbidden: tuple[str, ...], audit_hook: bool) -> None:
+    """Before any student code: refuse `forbidden` for good, then (with `audit_hook`) put the
+    engine out of reach. A refusal that cannot be installed ends the worker here, with a status
+    naming why (`evidence.UNARMED`): the trusted side grades none of its questions."""
+    failed = guard.install(forbidden, _exit, offset=FORBIDDEN_EXIT, limit=MAX_FORBIDDEN)
+    if failed is not None:
+        _exit(UNARMED_EXIT + failed)
+    if audit_hook:
+        protect()
+
+
+def main_from_fd(fd: int, output_cap: int, forbidden: tuple[str, ...] = (),
+                 audit_hook: bool = True) -> None:
     sock = socket.socket(fileno=fd)
     try:
-        serve(sock, output_cap)
+        arm_for_good(forbidden, audit_hook)
+        serve(sock, output_cap, forbidden)
     finally:
         os._exit(0 if sys.exc_info()[0] is None else 70)

@@ -228,7 +228,7 @@ escapes = {
     "FunctionType": (lambda: type(caught)(caught.__code__, {}), 3),
     "compile as a library file": (lambda: compile("1", os.__file__, "eval"), 3),
     "marshal": (lambda: __import__("marshal").loads(__import__("marshal").dumps(1)), 4),
-    "pickle find_class": (lambda: pickle.loads(pickle.dumps(collections.OrderedDict())), 5),
+    "pickle find_class": (lambda: pickle.loads(pickle.dumps(os.getcwd)), 5),
     "settrace": (lambda: sys.settrace(None), 6),
     "/proc/self/maps": (lambda: open("/proc/self/maps"), 7),
     "addaudithook": (lambda: sys.addaudithook(lambda *a: None), 8),

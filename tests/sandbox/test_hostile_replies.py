@@ -222,7 +222,7 @@ class FakeSandbox:
         self.replies = list(replies)
         self.finished = 0
 
-    def spawn(self, limits):
+    def spawn(self, limits, forbidden=()):
         ours, theirs = socket.socketpair()
         threading.Thread(target=self._serve, args=(theirs,), daemon=True).start()
         return 1, ours, 2**40

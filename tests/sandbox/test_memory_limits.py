@@ -64,18 +64,23 @@ def softmax(x, dim=-1):
     # ~1 GiB of POSIX shared memory (files in /dev/shm, 8 MiB each: under the file size
     # limit), each mapping closed after filling.
     "posix_shm_1gib.py": '''
-from multiprocessing import shared_memory
+import mmap
+import os
 
 _HELD = []
 
 
 def softmax(x, dim=-1):
     while len(_HELD) < 128:
-        shm = shared_memory.SharedMemory(name=f"psm_@TOKEN@_{len(_HELD)}", create=True,
-                                         size=8 << 20)
-        shm.buf[:] = b"\\1" * (8 << 20)
-        shm.close()
-        _HELD.append(shm.name)
+        # What multiprocessing.shared_memory does, without its tracker process (no process
+        # besides the worker is allowed).
+        path = f"/dev/shm/psm_@TOKEN@_{len(_HELD)}"
+        fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
+        os.ftruncate(fd, 8 << 20)
+        with mmap.mmap(fd, 8 << 20) as m:
+            m[:] = b"\\1" * (8 << 20)
+        os.close(fd)
+        _HELD.append(path)
     return _softmax(x, dim)
 ''',
     # ~1 GiB of files in the working directory, 8 MiB each (under the file size limit).
@@ -292,3 +297,52 @@ def test_without_worker_namespaces_what_a_worker_leaves_is_removed(level):
         shutil.rmtree(folder, ignore_errors=True)
     assert _own_segments() == set()
     assert _own_files() == []
+
+
+# Memory no rlimit counts: anonymous memory files (memfd) written and never mapped are outside
+# the address space, under the file size limit each, and in no capped tmpfs. Only a memory
+# cgroup around the sandbox bounds them.
+MEMFD_HOG = '''
+import os
+
+_HELD = []
+
+
+def softmax(x, dim=-1):
+    block = b"x" * (8 << 20)
+    for _ in range(192):        # 1.5 GiB in files of 8 MiB, kept open
+        fd = os.memfd_create("hog")
+        os.write(fd, block)
+        _HELD.append(fd)
+    return _softmax(x, dim)
+'''
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("level", LEVELS)
+def test_the_sandbox_cgroup_bounds_memory_no_rlimit_counts(tmp_path, level):
+    from autograder.assignment import load_assignment
+    from autograder.grade import grade_submission
+    from autograder.sandbox import Sandbox
+
+    _level(level)
+    sandbox = Sandbox(level)
+    try:
+        if sandbox.group is None:
+            pytest.skip("no memory cgroup can be made here (not root, or /sys/fs/cgroup is "
+                        "read-only): `autograder sandbox` says the rlimits bound memory alone")
+        assert "memory cgroup" in sandbox.memory
+        _build(tmp_path / "class", {"memfd_hog.py": MEMFD_HOG})
+        assignment = load_assignment(str(flag_only_assignment(tmp_path)))
+        limits = assignment.limits.override({"memory_mb": 256, "question_seconds": 20})
+        result = grade_submission(assignment, tmp_path / "class" / "memfd_hog.py", sandbox,
+                                  limits).to_json()
+        softmax = result["questions"]["softmax"]
+        assert softmax["status"] == "memory limit" and softmax["score"] == 0, softmax
+        assert "memory cgroup" in softmax["feedback"]
+        for qid in QUESTIONS[1:]:     # the next worker starts in the same cgroup, unhindered
+            q = result["questions"][qid]
+            assert q["score"] == q["max_score"], (qid, q["feedback"])
+    finally:
+        sandbox.close()
+    assert not sandbox.group.path.exists()

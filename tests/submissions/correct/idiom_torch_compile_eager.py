@@ -1,0 +1,80 @@
+# mistake: none
+# loses:
+# keeps: softmax, attention, mask, split_heads, multi_head, block
+# hint:
+# idioms: torch.compile(..., backend="eager") of its own softmax and layer norm (torch's
+# compiler imports ctypes and rewrites bytecode: library code doing so is no escape)
+import math
+
+import torch
+
+def _softmax(x, dim=-1):
+    # subtract the row max so exp never overflows
+    shifted = x - x.max(dim=dim, keepdim=True).values
+    e = torch.exp(shifted)
+    return e / e.sum(dim=dim, keepdim=True)
+
+
+# Compiled once per shape by torch.compile; the eager backend runs the captured graph with
+# torch's own operators (no C++ compiler needed).
+_compiled_softmax = torch.compile(_softmax, backend="eager", dynamic=True)
+
+
+def softmax(x, dim=-1):
+    return _compiled_softmax(x, dim)
+
+
+def causal_mask(T):
+    return torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
+
+
+def scaled_dot_product_attention(q, k, v, mask=None):
+    d_k = q.shape[-1]
+    scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)
+    if mask is not None:
+        scores = scores.masked_fill(mask, float("-inf"))
+    weights = softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
+def split_heads(x, n_heads):
+    *lead, T, d_model = x.shape
+    d_head = d_model // n_heads
+    x = x.reshape(*lead, T, n_heads, d_head)
+    return x.transpose(-3, -2)
+
+
+def merge_heads(x):
+    *lead, n_heads, T, d_head = x.shape
+    x = x.transpose(-3, -2)
+    return x.reshape(*lead, T, n_heads * d_head)
+
+
+def multi_head_attention(x, params, n_heads, mask=None, context=None):
+    if context is None:
+        context = x
+    q = split_heads(x @ params["w_q"], n_heads)
+    k = split_heads(context @ params["w_k"], n_heads)
+    v = split_heads(context @ params["w_v"], n_heads)
+    out, _ = scaled_dot_product_attention(q, k, v, mask)
+    return merge_heads(out) @ params["w_o"]
+
+
+def _layer_norm(x, gamma, beta, eps=1e-5):
+    mean = x.mean(dim=-1, keepdim=True)
+    var = x.var(dim=-1, keepdim=True, unbiased=False)
+    return (x - mean) / torch.sqrt(var + eps) * gamma + beta
+
+
+_compiled_layer_norm = torch.compile(_layer_norm, backend="eager", dynamic=True)
+
+
+def layer_norm(x, gamma, beta, eps=1e-5):
+    return _compiled_layer_norm(x, gamma, beta, eps)
+
+
+def transformer_block(x, params, n_heads, mask=None):
+    attn = multi_head_attention(x, params, n_heads, mask)
+    h = layer_norm(x + attn, params["ln1_gamma"], params["ln1_beta"])
+    ff = torch.relu(h @ params["w1"] + params["b1"]) @ params["w2"] + params["b2"]
+    return layer_norm(h + ff, params["ln2_gamma"], params["ln2_beta"])
