@@ -243,6 +243,7 @@ def browser():
 def page(browser, server):
     context = browser.new_context(viewport={"width": 1200, "height": 900})
     page = context.new_page()
+    page.set_default_timeout(180_000)   # a loaded machine: the page waits on the server
     dialogs: list[str] = []
     page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
     page.dialogs = dialogs
@@ -303,12 +304,17 @@ def test_a_group_graded_with_the_keyboard_reaches_the_feedback_page(page, server
     page.wait_for_selector("body[data-saved='1']")
     assert "Saved: 2 answers, 2 points each" in page.inner_text("#message")
     # The results folder's files are rewritten in the background; then the student sees it.
-    deadline = time.monotonic() + 240
+    deadline = time.monotonic() + 900
     feedback = server["out"] / "feedback" / "ben.html"
+    status = {}
     while time.monotonic() < deadline:
         if "why_scale (written): 2/3" in feedback.read_text():
             break
-        time.sleep(0.5)
+        status = json.loads(_request(server["base"] + "api/status",
+                                     token=server["links"]["bo"]["token"])[2])
+        assert status["state"] != "failed", status
+        time.sleep(1)
+    assert "why_scale (written): 2/3" in feedback.read_text(), status
     page.goto(feedback.as_uri())
     text = page.inner_text("body")
     assert "why_scale (written): 2/3 (graded by hand)" in text
