@@ -29,7 +29,7 @@ from pathlib import Path
 
 from ..assignment import _resolve, find_assignment_root, parse_answers, parse_api
 from ..sandbox.limits import Limits
-from .lint_written import lint_written
+from .lint_written import lint_written, toml_finding
 
 TOP_KEYS = {"name", "title", "student_file", "template", "reference", "mistakes",
             "written_answers"}
@@ -325,9 +325,7 @@ def lint(name_or_path: str | Path, *, snapshots: bool = True, reference: bool = 
     try:
         config = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
-        m = re.search(r"line (\d+)", str(e))
-        return [LintError(toml_path, int(m.group(1)) if m else 1, f"not valid TOML: {e}",
-                          "correct the syntax")]
+        return [toml_finding(toml_path, e, LintError)]
     where = _TomlLines(text)
     errors = _check_toml(toml_path, config, where)
     api: dict = {}

@@ -19,6 +19,12 @@ from ..written.spec import ITEM_KEYS, QUESTION_KEYS, RUBRIC_ELSEWHERE, written_f
 _KEY_LINE = re.compile(r"^\s*(\[\[question(\.rubric)?\]\]|([A-Za-z_]+)\s*=)")
 
 
+def toml_finding(path: Path, e: tomllib.TOMLDecodeError, error):
+    """A TOML syntax error as a finding at its line."""
+    m = re.search(r"line (\d+)", str(e))
+    return error(path, int(m.group(1)) if m else 1, f"not valid TOML: {e}", "correct the syntax")
+
+
 def _lines(text: str) -> tuple[list[int], list[list[int]], dict]:
     """(line of each [[question]], lines of each question's [[question.rubric]], and the line
     of each key as {(question index, item index or -1, key): line})."""
@@ -53,9 +59,7 @@ def lint_written(root: Path, config: dict, template: Path | None, taken: dict[st
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
-        m = re.search(r"line (\d+)", str(e))
-        return [error(path, int(m.group(1)) if m else 1, f"not valid TOML: {e}",
-                      "correct the syntax")]
+        return [toml_finding(path, e, error)]
     found = []
     q_lines, item_lines, key_lines = _lines(text)
     public = data.get("rubric") == RUBRIC_ELSEWHERE
@@ -209,7 +213,7 @@ def _lint_models(root: Path, config: dict, ids: set, error) -> list:
     try:
         models = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as e:
-        return [error(path, 1, f"not valid TOML: {e}", "correct the syntax")]
+        return [toml_finding(path, e, error)]
     return [error(path, 1, f"model answer for unknown written question {k!r}",
                   "use the id of a question of written.toml")
             for k, v in models.items() if k not in ids or not isinstance(v, str)]

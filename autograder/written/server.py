@@ -300,6 +300,13 @@ def build_app(review: Review, access: Access):
             raise KeyError(qid)
         return review.questions[qid]
 
+    def refusal(e: Exception, what: str) -> JSONResponse:
+        """A change that was not made, and why, in words for the page: an unknown name (404),
+        a conflict with someone else's change (409) or a malformed change (400)."""
+        if isinstance(e, KeyError):
+            return JSONResponse({"error": f"Not saved: no such {what}"}, 404)
+        return JSONResponse({"error": f"Not saved: {e}"}, 409 if isinstance(e, Conflict) else 400)
+
     async def body(request: Request) -> dict:
         raw = await request.body()
         if len(raw) > MAX_BODY:
@@ -350,12 +357,8 @@ def build_app(review: Review, access: Access):
             versions = review.store.save(q.id, members, items=items, adjust=adjust,
                                          comment=comment,
                                          who=request.scope["state"]["grader"])
-        except KeyError:
-            return JSONResponse({"error": "no such question or answer"}, 404)
-        except Conflict as e:
-            return JSONResponse({"error": f"Not saved: {e}"}, 409)
-        except (ValueError, TypeError) as e:
-            return JSONResponse({"error": f"Not saved: {e}"}, 400)
+        except (KeyError, Conflict, ValueError, TypeError) as e:
+            return refusal(e, "question or answer")
         review.changed()
         return JSONResponse({"saved": len(versions),
                              "score": score_of(items, adjust, rubric, q.points)})
@@ -367,10 +370,8 @@ def build_app(review: Review, access: Access):
             if student not in {a.student for a in review.store.answers(q.id)}:
                 raise KeyError(student)
             review.store.split(q.id, student, request.scope["state"]["grader"])
-        except KeyError:
-            return JSONResponse({"error": "no such question or answer"}, 404)
-        except (ValueError, TypeError) as e:
-            return JSONResponse({"error": str(e)}, 400)
+        except (KeyError, ValueError, TypeError) as e:
+            return refusal(e, "question or answer")
         return JSONResponse({"split": True})
 
     async def edit_item(request: Request):
@@ -383,12 +384,8 @@ def build_app(review: Review, access: Access):
                 points=_number(data.get("points"), "points"),
                 feedback=str(data.get("feedback", ""))[:2000],
                 version=int(data.get("version", -1)), who=request.scope["state"]["grader"])
-        except KeyError:
-            return JSONResponse({"error": "no such question or rubric item"}, 404)
-        except Conflict as e:
-            return JSONResponse({"error": f"Not saved: {e}"}, 409)
-        except (ValueError, TypeError) as e:
-            return JSONResponse({"error": f"Not saved: {e}"}, 400)
+        except (KeyError, Conflict, ValueError, TypeError) as e:
+            return refusal(e, "question or rubric item")
         review.changed()
         return JSONResponse({"rescored": rescored})
 

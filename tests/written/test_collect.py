@@ -134,3 +134,18 @@ def test_the_notebook_marks_written_questions_for_otter_export():
         assert nb.cells[i + 1]["source"] == "<!-- END QUESTION -->"
     # The answer strings of the template are not code cells of the notebook.
     assert not any(s.startswith("why_scale =") for s in sources)
+
+
+def test_check_lists_the_unanswered_questions_and_never_scores_them(tmp_path):
+    from helpers import SUBMISSIONS, cli_in_process
+
+    sub = tmp_path / "attention.py"
+    sub.write_text((SUBMISSIONS / "correct" / "einsum_style.py").read_text()
+                   + '\nwhy_scale = "Large scores saturate the softmax."\n')
+    r = cli_in_process("check", str(sub), "-a", "attention")
+    assert r.returncode == 0, r.stdout + r.stderr         # the public cases decide it
+    assert f"{sub}: 13/13" in r.stdout                     # no written point in the total
+    assert "[HAND] why_scale (written, 3 points): answered (5 words); graded by hand after " \
+        "you submit" in r.stdout
+    assert "Written questions still unanswered: why_causal_mask, why_positions, " \
+        "why_quadratic (graded by hand after you submit)." in r.stdout
