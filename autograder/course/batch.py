@@ -21,7 +21,7 @@ from .classlist import Student, display
 from .. import project
 from ..results import SubmissionResult, submission_from_json
 from ..sandbox.limits import Limits
-from ..status import CaseStatus
+from ..status import CaseStatus, QuestionStatus
 
 
 @dataclass
@@ -187,6 +187,9 @@ def complete_written(assignment: Assignment, result: SubmissionResult,
     missing = [q for q in assignment.written if q.id not in result.written
                and (questions is None or q.id in questions)]
     result.written.update(unanswered(missing))
+    if result.missing:   # nothing handed in: its written questions are missing too
+        for a in result.written.values():
+            a.status = str(QuestionStatus.MISSING)
 
 
 def auto_jobs(to_grade: int, cores: int | None = None) -> int:

@@ -17,6 +17,7 @@ class Status:
     GRADED = "graded"
     REGRADE = "regrade"              # changed since it was graded: waiting for a grader again
     NOT_ATTEMPTED = "not attempted"  # no answer: 0 points unless a grader decides otherwise
+    MISSING = "missing"              # no submission at all (a roster student without one)
 
 
 WAITING = (Status.PENDING, Status.REGRADE)

@@ -19,6 +19,11 @@ from ..safetext import shown_path
 from .render import waiting_line
 
 COMMAND_FILE = Path(".cache") / "grade-command.json"
+# Exit statuses of a grade run that wrote its files: 0; 2, some paths not found (their rows say
+# so); 4, some rows need the instructor (`course.needs_instructor`).
+WROTE_FILES = (0, 2, 4)
+# Options not repeated when the files are rewritten: they act beyond the results folder.
+NOT_REPEATED = ("--deliver",)
 
 
 def after_grading(out: Path | None, assignment, graded: list, argv: list[str] | None
@@ -67,6 +72,7 @@ def recorded_command(out: Path) -> dict | None:
     if not isinstance(argv, list) or not argv or argv[0] != "grade" or \
             not all(isinstance(a, str) for a in argv) or not isinstance(data.get("cwd"), str):
         return None   # only a grade command is ever run again
+    data["argv"] = [a for a in argv if a not in NOT_REPEATED]
     return data
 
 
@@ -85,7 +91,7 @@ def rewrite(out: Path, timeout: float = 3600) -> tuple[bool, str]:
                              timeout=timeout)
     except subprocess.TimeoutExpired:
         return False, "rewriting the files took too long"
-    if run.returncode not in (0, 2):   # 2: some paths not found, their rows say so
+    if run.returncode not in WROTE_FILES:
         tail = (run.stderr or run.stdout).strip().splitlines()[-3:]
         return False, (f"`autograder {' '.join(command['argv'])}` failed (exit "
                        f"{run.returncode}): " + " / ".join(tail))

@@ -46,6 +46,8 @@ def status_words(a: WrittenAnswer) -> str:
         return "changed since it was graded: waiting for a grader again"
     if a.status == Status.NOT_ATTEMPTED and not a.grader:
         return "not answered: 0 points"
+    if a.status == Status.MISSING:
+        return "no submission: 0 points"
     return "graded by hand"
 
 
@@ -61,8 +63,8 @@ def terminal_lines(written: dict[str, WrittenAnswer], *, check: bool = False) ->
             lines.append(f"[{mark}] {a.id} (written, {_points(a.max_score)} points): "
                          f"{summary(a)}")
             continue
-        mark = "WAIT" if a.waiting else "TODO" if a.status == Status.NOT_ATTEMPTED \
-            and not a.grader else "HAND"
+        mark = "WAIT" if a.waiting else "MISS" if a.status == Status.MISSING else \
+            "TODO" if a.status == Status.NOT_ATTEMPTED and not a.grader else "HAND"
         lines.append(f"[{mark}] {a.id}: {score_text(a)} (written: {status_words(a)})")
         lines += [f"       {visible(f)}" for f in a.feedback]
     return lines

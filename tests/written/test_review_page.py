@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import ROOT, SUBMISSIONS, cli_in_process
+from helpers import GRADED, ROOT, SUBMISSIONS, cli_in_process
 
 CORRECT = (SUBMISSIONS / "correct" / "einsum_style.py").read_text()
 SCALE = "Dot products grow with d_k, so the softmax saturates and its gradients vanish."
@@ -50,7 +50,8 @@ def results(tmp_path_factory):
     out = root / "out"
     r = cli_in_process("grade", "-a", "attention", str(cls), "--out", str(out), "--jobs", "1",
                        "--question", "softmax", "--question", "why_scale")
-    assert r.returncode == 0, r.stdout + r.stderr[-2000:]
+    # The 1 MB file is too large for the source scan: flagged for review (exit status 4).
+    assert r.returncode in GRADED, r.stdout + r.stderr[-2000:]
     return out
 
 
