@@ -80,6 +80,9 @@ def cmd_lint(args) -> int:
     if _lint_failed(root, reference=not args.no_reference):
         return 1
     print(f"{shown_path(root)}: no authoring problems found")
+    from ..authoring.forbidden_coverage import coverage
+
+    print("\n".join(["forbidden routines, and where grading refuses them:", *coverage(root)]))
     return 0
 
 
