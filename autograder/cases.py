@@ -37,6 +37,7 @@ from .answers import (MISSING, MissingAnswer, _canonical, _form_of_canonical, _s
                       answer_digest, answer_form)
 from .assignment import Assignment, AssignmentError, assignment_for_test_file
 from .checks import CheckFailed, Labels, Problem
+from .memo.answer_digest import wrong_output_digest
 from .expected import (GraderError, _ctx, _load_snapshot, _reference_outcome, _snapshot_outcome,
                        _snapshot_path, recording, snapshot)
 from .inputs import (array, attention_params, block_params, future_mask, random_mask, randn,
@@ -167,6 +168,8 @@ class Question:
         except CheckFailed as e:
             e.called = got["called"]  # lets the report blame a failing helper question
             e.record = record
+            # The wrong output's digest, for the similarity report's second signal only.
+            e.output_digest = wrong_output_digest(got, e.problems)
             raise
         diagnose.note_check(record, passed=True)
 

@@ -20,6 +20,8 @@ def question_lines(q: QuestionResult, *, show_passed: bool = False) -> list[str]
     view = render_question(q)
     lines = [f"[{MARKS.get(view.status, '?')}] {q.id}: {_num(view.score)}/"
              f"{_num(view.max_score)} ({view.status})"]
+    if view.decision:
+        lines.append(f"       {visible(view.decision)}")
     if view.summarised:
         return lines + [f"       {visible(m)}" for m in view.todo]
     for c in view.cases:
@@ -72,6 +74,8 @@ def summary_table(results: list[SubmissionResult], question_ids: list[str],
             cell = "-" if qr is None else f"{_num(qr.score)}/{_num(qr.max_score)}"
             if qr is not None and qr.status in SHORT:
                 cell = SHORT[qr.status] + " " + cell
+            if qr is not None and qr.override is not None:
+                cell += "*"
             cells.append(cell)
         rows.append(cells)
     # A column as wide as its widest cell ("missing 0/6" is wider than most question ids).
@@ -95,4 +99,6 @@ def summary_table(results: list[SubmissionResult], question_ids: list[str],
     if late:
         lines.append(f"adjusted: the total less {visible(late_policy)}; the total that counts "
                      "(gradebook.csv)")
+    if any(q.override is not None for r in results for q in r.questions.values()):
+        lines.append("*: points set by --overrides (the reason is in the feedback)")
     return "\n".join(lines)

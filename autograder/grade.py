@@ -122,8 +122,12 @@ def _load_failure(error: dict | None, status: str) -> tuple[CaseStatus, str]:
                               "run without errors")
 
 
-def notebook_name(assignment: Assignment) -> str:
-    """How feedback names a notebook submission (as `student_file` names a .py one)."""
+def notebook_name(assignment: Assignment, path: Path | None = None) -> str:
+    """How feedback names a notebook submission: its own file name (`nb_broken.ipynb`), shown
+    on one line and kept short; the assignment's name for it when there is none to show."""
+    own = Path(path).name if path is not None else ""
+    if own.endswith(".ipynb") and len(own) <= 100 and own.isprintable():
+        return own
     return Path(assignment.student_file).stem + ".ipynb"
 
 
@@ -235,7 +239,7 @@ def _grade_submission(assignment: Assignment, path: Path, sandbox: Sandbox,
     filename = assignment.student_file
     if sub.cells is not None:
         # A notebook: each cell runs on its own in the worker, going on after a failing one.
-        filename = notebook_name(assignment)
+        filename = notebook_name(assignment, path)
         cells, syntax_notes = notebook_cells(sub, filename)
         notes += syntax_notes
     else:

@@ -82,6 +82,7 @@ class QuestionView:
     cases: list[CaseView] = field(default_factory=list)
     todo: list[str] = field(default_factory=list)   # a question not attempted: what it says
     notes: list[str] = field(default_factory=list)
+    decision: str = ""   # the instructor's override of the score, with its reason
 
     @property
     def not_attempted(self) -> bool:
@@ -119,10 +120,20 @@ def _todo_lines(q: QuestionResult) -> list[str]:
     return messages
 
 
+def override_line(q: QuestionResult) -> str:
+    """`Points set by your instructor to 6 (the grader gave 5): <reason>`, or "" without an
+    override."""
+    if q.override is None:
+        return ""
+    return (f"Points set by your instructor to {q.score:g} (the grader gave "
+            f"{q.computed_score:g}): {q.override.get('reason', '')}")
+
+
 def render_question(q: QuestionResult, *, public_only: bool = False) -> QuestionView:
     """The content of one question's feedback. `public_only` leaves hidden cases out (a
     summary shown before the hidden results are released)."""
-    view = QuestionView(q.id, q.score, q.max_score, q.status, notes=list(q.notes))
+    view = QuestionView(q.id, q.score, q.max_score, q.status, notes=list(q.notes),
+                        decision=override_line(q))
     if view.not_attempted:
         view.todo = _todo_lines(q)
     hinted: set[str] = set()

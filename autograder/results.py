@@ -19,6 +19,9 @@ class CaseResult:
     description: str = ""
     diagnosis: list[str] = field(default_factory=list)   # ids of the known mistake it shows
     hint: str = ""              # that mistake in plain words, shown under the message
+    # A hidden case's wrong output, digested (memo/answer_digest.py): for the instructor's
+    # similarity report only, never shown.
+    output_digest: str = ""
 
     @property
     def score(self) -> float:
@@ -34,10 +37,20 @@ class QuestionResult:
     cases: list[CaseResult]
     notes: list[str] = field(default_factory=list)
     called: list[str] = field(default_factory=list)   # other student functions this one used
+    # The instructor's decision (`grade --overrides`): {"points": float, "reason": str}; the
+    # question's score is then those points, the cases' sum staying as `computed_score`.
+    override: dict | None = None
+
+    @property
+    def computed_score(self) -> float:
+        """The points the cases passed earn (the score unless an override sets it)."""
+        return round(sum(c.score for c in self.cases), 6)
 
     @property
     def score(self) -> float:
-        return round(sum(c.score for c in self.cases), 6)
+        if self.override is not None:
+            return round(float(self.override["points"]), 6)
+        return self.computed_score
 
     @property
     def max_score(self) -> float:
@@ -45,7 +58,8 @@ class QuestionResult:
 
     @property
     def status(self) -> QuestionStatus:
-        return question_status((c.status for c in self.cases), self.score)
+        # What the grader saw: an override changes the points, not the status.
+        return question_status((c.status for c in self.cases), self.computed_score)
 
     def feedback(self) -> str:
         """The failing cases as plain text (the JSON's `feedback`), from the one renderer."""
@@ -61,10 +75,14 @@ class QuestionResult:
         return "\n".join(lines)
 
     def to_json(self) -> dict:
-        return {"score": self.score, "max_score": self.max_score, "status": self.status,
+        data = {"score": self.score, "max_score": self.max_score, "status": self.status,
                 "feedback": self.feedback(), "notes": list(self.notes),
                 "called": list(self.called),
                 "cases": [{**asdict(c), "score": c.score} for c in self.cases]}
+        if self.override is not None:
+            data["computed_score"] = self.computed_score
+            data["override"] = dict(self.override)
+        return data
 
 
 @dataclass
@@ -123,8 +141,10 @@ def question_from_json(qid: str, q: dict) -> QuestionResult:
     case_fields = {f.name for f in fields(CaseResult)}
     cases = [CaseResult(**{k: v for k, v in c.items() if k in case_fields})
              for c in q.get("cases", [])]
+    override = q.get("override")
     return QuestionResult(qid, cases, notes=list(q.get("notes", [])),
-                          called=list(q.get("called", [])))
+                          called=list(q.get("called", [])),
+                          override=dict(override) if isinstance(override, dict) else None)
 
 
 def submission_from_json(data: dict) -> SubmissionResult:

@@ -121,6 +121,8 @@ def run_question(assignment: Assignment, qid: str, env: dict[str, Any], *,
             for name in getattr(e, "called", []):
                 if name not in called:
                     called.append(name)
+            if tc.hidden:   # the similarity report's second signal (never shown)
+                result.output_digest = getattr(e, "output_digest", "")
             if getattr(e, "record", None) is not None:
                 diagnose.note_check(e.record, passed=False, case=result)
                 # Where the error was raised, for the dependency notes (not serialised).

@@ -18,6 +18,9 @@ if str(ROOT) not in sys.path:
 
 
 QUESTIONS = ["softmax", "attention", "mask", "split_heads", "multi_head", "block"]
+# `autograder grade` graded every row: 0, or 4 when some row needs the instructor (tampering,
+# review, internal error; `course/needs_instructor.py`). Classes of attacks end with either.
+GRADED = (0, 4)
 
 
 def read_header(path: Path) -> dict[str, str]:

@@ -228,3 +228,19 @@ def test_build_writes_to_dist_by_default_and_git_ignores_it():
     if (ROOT / ".git").exists():   # a checkout (an unpacked copy has no git metadata)
         assert ignored.returncode == 0
     assert "/dist/" in (ROOT / ".gitignore").read_text().splitlines()
+
+
+def test_classroom_of_a_missing_file_fails_the_step(tmp_path):
+    """The reporter's line still says 0 points; the command fails too, so CI shows it."""
+    import base64
+
+    r = cli_in_process("classroom", "-a", "attention", str(tmp_path / "attention.py"), "--question",
+                "softmax")
+    assert r.returncode == 2 and "not found" in r.stderr
+    line = next(x for x in r.stdout.splitlines() if x.startswith("result="))
+    data = json.loads(base64.b64decode(line.removeprefix("result=")))
+    assert data["status"] == "error" and sum(t["score"] for t in data["tests"]) == 0
+    shutil.copy(SUBMISSIONS / "correct" / "einsum_style.py", tmp_path / "attention.py")
+    r = cli_in_process("classroom", "-a", "attention", str(tmp_path / "attention.py"), "--question",
+                "softmax")
+    assert r.returncode == 0, r.stderr

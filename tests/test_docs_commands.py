@@ -343,3 +343,31 @@ def test_every_page_is_linked_from_the_readme_and_the_index():
 def test_the_readme_stays_a_front_page():
     n = len((ROOT / "README.md").read_text().splitlines())
     assert n <= README_MAX_LINES, f"README.md has {n} lines: move the detail to a docs/ page"
+
+
+@pytest.mark.slow
+def test_following_the_pages_leaves_nothing_untracked(page_runs):
+    """What the pages' commands write in the project root (a reader follows them there) is
+    ignored by git, so `git status` stays clean: checked in each page's copy after all its
+    blocks ran, with the project's own .gitignore."""
+    tracked = set(filter(None, subprocess.run(
+        ["git", "ls-files", "-z", "--cached"], cwd=ROOT, capture_output=True,
+        check=True).stdout.decode().split("\0")))
+    left = {}
+    for page in sorted({b.page for b in RUNNABLE}):
+        run = page_runs(page)
+        for block in run.blocks:
+            run.run(block)
+        made = [p.relative_to(run.root).as_posix() for p in run.root.rglob("*")
+                if p.is_file() and ".venv" not in p.parts and "__pycache__" not in p.parts]
+        new = sorted(rel for rel in made if rel not in tracked)
+        if not new:
+            continue
+        check = subprocess.run(["git", "check-ignore", "--no-index", "--stdin", "-z"],
+                               cwd=ROOT, input="\0".join(new).encode(), capture_output=True)
+        ignored = set(filter(None, check.stdout.decode().split("\0")))
+        kept = [rel for rel in new if rel not in ignored]
+        if kept:
+            left[page] = kept[:10]
+    assert not left, f"files the pages' commands leave untracked (ignore them in .gitignore or " \
+                     f"write them elsewhere): {left}"

@@ -10,7 +10,11 @@ Each finding names the file, the line and the fix. Checked:
 * each question's `functions` are defined by the template (else the notebook gets a stub cell
   for a function students were never given);
 * each public case's snapshot exists and, when the reference is at hand, is what the reference
-  records today (stale snapshots make public cases fail as grader errors).
+  records today (stale snapshots make public cases fail as grader errors);
+* every case, hidden ones included, names a function the template defines and, when the
+  reference is at hand, passes against it (`lint_cases.py`).
+* `[gradescope] hidden_visibility` keeps hidden points out of the total students see before
+  grades are published (`lint_platforms.py`).
 
 Only `ast` and `tomllib` read the files, except for the staleness check, which runs the
 reference on the public cases as `autograder snapshot` does (nothing is written).
@@ -28,6 +32,8 @@ from pathlib import Path
 
 from ..assignment import _resolve, find_assignment_root, parse_answers, parse_api
 from ..sandbox.limits import Limits
+from .lint_cases import function_names
+from .lint_platforms import gradescope_visibility
 
 TOP_KEYS = {"name", "title", "student_file", "template", "reference", "mistakes"}
 REQUIRED = ("name", "student_file", "template")
@@ -302,12 +308,17 @@ def _check_snapshots(root: Path, questions: list[tuple[str, Path]], fresh: dict 
     return errors
 
 
-def _record_fresh(root: Path) -> dict:
-    """What `autograder snapshot` would record now (nothing written)."""
+def _record_fresh(root: Path) -> tuple[dict, list[LintError]]:
+    """What `autograder snapshot` would record now (nothing written), and the cases, hidden
+    ones included, that the reference does not pass (`lint_cases`)."""
     from ..assignment import load_assignment
+    from .lint_cases import reference_failures
     from .snapshots import record
 
-    return record(load_assignment(root)).entries
+    assignment = load_assignment(root)
+    recorded = record(assignment, include_hidden=True)
+    return recorded.entries, [LintError(*f) for f in reference_failures(assignment,
+                                                                        recorded.result)]
 
 
 # ------------------------------------------------------------------ all of it
@@ -327,6 +338,8 @@ def lint(name_or_path: str | Path, *, snapshots: bool = True, reference: bool = 
                           "correct the syntax")]
     where = _TomlLines(text)
     errors = _check_toml(toml_path, config, where)
+    errors += [LintError(*f) for f in gradescope_visibility(
+        toml_path, config, where.key("gradescope", "hidden_visibility"))]
     api: dict = {}
     answers: list[str] = []
     template_rel = config.get("template")
@@ -360,6 +373,9 @@ def lint(name_or_path: str | Path, *, snapshots: bool = True, reference: bool = 
             continue
         questions.append((qid, test_file))
         errors += _check_question_file(qid, test_file, test_file.read_text())
+        if api:
+            errors += [LintError(*f) for f in function_names(test_file, test_file.read_text(),
+                                                             api)]
         if api or answers:
             line = where.key("question", "functions", i)
             for fn in q.get("functions", []):
@@ -375,7 +391,8 @@ def lint(name_or_path: str | Path, *, snapshots: bool = True, reference: bool = 
             ref = _resolve(root, root.parent.parent, config["reference"])
             if ref.is_file():
                 try:
-                    fresh = _record_fresh(root)
+                    fresh, failures = _record_fresh(root)
+                    errors += failures
                 except Exception as e:  # noqa: BLE001 - the reference is the instructor's code
                     errors.append(LintError(ref, 1, f"running the reference on the public "
                                             f"cases failed ({type(e).__name__}: {e})",

@@ -33,15 +33,17 @@ ROUNDED_PARTS = ("output", "grads")   # what the reference computes; inputs stay
 @dataclass
 class Recording:
     """What the reference recorded on the public cases: {question: {key: entry}}, the
-    question's tolerance table per question, and the questions the reference fails."""
+    question's tolerance table per question, the questions the reference fails, and the
+    reference's whole result (every case it ran)."""
     entries: dict[str, dict[str, dict]]
     tolerances: dict[str, dict]
     failing: list[str]
+    result: Any = None
 
 
-def record(assignment: Assignment) -> Recording:
-    """Run the reference on every public case, recording what each snapshot holds (nothing
-    is written)."""
+def record(assignment: Assignment, include_hidden: bool = False) -> Recording:
+    """Run the reference on every public case (and every hidden one with `include_hidden`,
+    as lint does), recording what each snapshot holds (nothing is written)."""
     from .. import cases
     from ..runner import grade_functions
     from ..status import QuestionStatus
@@ -52,9 +54,10 @@ def record(assignment: Assignment) -> Recording:
     store: dict = {}
     tolerances: dict = {}
     with cases.recording(store, tolerances):
-        result = grade_functions(assignment, "reference", lambda q: env, include_hidden=False)
+        result = grade_functions(assignment, "reference", lambda q: env,
+                                 include_hidden=include_hidden)
     failing = [q.id for q in result.questions.values() if q.status != QuestionStatus.PASSED]
-    return Recording(store, tolerances, failing)
+    return Recording(store, tolerances, failing, result)
 
 
 def _tolerance(table: dict, dtype: str) -> tuple[float, float]:

@@ -11,7 +11,7 @@ from pathlib import Path
 from ..assignment import ASSIGNMENTS_DIR, load_assignment
 from ..sandbox.limits import parse_cli_limits
 from ..status import CaseStatus, QuestionStatus
-from ..safetext import shown_path
+from ..safetext import shown_path, visible
 from .arguments import Parser, add_assignment_argument, run_entry_point
 
 # Where `autograder build` writes when no --out is given (ignored by git: .gitignore).
@@ -133,18 +133,25 @@ def cmd_grade(args) -> int:
         print("autograder: --similarity adds a section to report.html: give --out too",
               file=sys.stderr)
         return 2
-    term = None
-    if args.roster or args.due or args.late_policy:
-        from ..course.gradebook import Term
-        from ..course.roster import RosterError
+    if args.deliver and out is None:
+        print("autograder: --deliver writes beside the reports: give --out too", file=sys.stderr)
+        return 2
+    from ..course.decisions import DecisionError
+    from ..course.gradebook import Term
+    from ..course.roster import RosterError
 
-        try:
-            term = Term(assignment, students, roster=args.roster, due=args.due,
-                        late_policy=args.late_policy, out=out)
-        except RosterError as e:
-            print(f"autograder: {e}", file=sys.stderr)
-            return 2
-        students = term.students
+    try:
+        term = Term(assignment, students, roster=args.roster, due=args.due,
+                    late_policy=args.late_policy, out=out, extensions=args.extensions)
+        if args.overrides:
+            term.load_overrides(args.overrides, args.public_only)
+    except (RosterError, DecisionError) as e:
+        first, *more = str(e).splitlines() or [""]
+        print(f"autograder: {visible(first)}", file=sys.stderr)
+        for line in more:   # one problem per line, each naming its row
+            print(f"  {visible(line.strip())}", file=sys.stderr)
+        return 2
+    students = term.students
     if out is not None:
         # The reports' libraries load while the grading processes work (this one waits).
         threading.Thread(target=_import_quietly, args=("matplotlib.pyplot", "jinja2"),
@@ -158,29 +165,29 @@ def cmd_grade(args) -> int:
         print(f"autograder: {e}", file=sys.stderr)
         return 3
     except KeyboardInterrupt:
-        if term is not None:
-            term.close()
+        term.close()
         kept = f"; the results so far are kept in {shown_path(out / '.cache')}: run the same " \
                "command again to go on" if out else ""
         print(f"\nautograder: interrupted{kept}", file=sys.stderr)
         return 130
-    extra = term.extra(graded) if term is not None else None
+    for line in term.apply_overrides(graded):
+        print(f"autograder: {visible(line)}", file=sys.stderr)
+    from ..course import needs_instructor
+    from ..integrity import tamper_policy
+
+    flags = repository_flags(assignment, graded, bundle)
+    needs_instructor.flag_repositories(graded, flags, tamper_policy(assignment))
+    extra = term.extra(graded)
     similar = None
     if args.similarity:
         from ..course.similarity_report import class_section
 
         similar = class_section(out, assignment, graded)   # before a due-date checkout goes
-    if term is not None:
-        term.close()
+    term.close()
     results = [g.result for g in graded]
     qids = [q.id for q in assignment.questions if not args.question or q.id in args.question]
-    if term is not None:
-        standings = [term.standing(g) for g in graded]
-        late_policy = term.late_policy_text()
-    else:
-        from ..course.standing import plain_standing
-
-        standings, late_policy = [plain_standing(r) for r in results], None
+    standings = [term.standing(g) for g in graded]
+    late_policy = term.late_policy_text()
     print(summary_table(results, qids, standings, late_policy))
     cached = sum(g.cached for g in graded)
     level = sandbox_description(graded)
@@ -194,18 +201,19 @@ def cmd_grade(args) -> int:
             print()
             print(submission_text(r))
     if out:
-        flags = repository_flags(assignment, graded, bundle)
         files = write_reports(out, assignment, results, flags, extra, similarity=similar,
-                              standings=standings, late_policy=late_policy)
+                              standings=standings, late_policy=late_policy,
+                              decisions=term.decisions(graded),
+                              file_names=term.feedback_names(graded))
         print(f"wrote {shown_path(files['csv'])}, {shown_path(files['json'])}, "
               f"{shown_path(files['html'])} and {len(results)} feedback files (.md, and .html "
               f"for a browser) in {shown_path(files['feedback'])}")
-        lms = term.write_lms(out, graded, extra) if term is not None else None
-        if lms is not None:
-            print(f"wrote {shown_path(lms)} (for the LMS gradebook import)")
-    if term is not None:
-        for line in term.summary():
-            print(line)
+        lms = term.write_lms(out, graded, extra)
+        print(f"wrote {shown_path(lms)} (for the LMS gradebook import)")
+        if args.deliver:
+            _deliver(out, assignment, graded, files["feedback_files"], term)
+    for line in term.summary():
+        print(line)
     if args.json:
         data = results_json(assignment.name, results)
         for row, more in zip(data["submissions"], extra or []):
@@ -216,7 +224,34 @@ def cmd_grade(args) -> int:
         print(f"autograder: not found: {', '.join(shown_path(m) for m in missing)} (graded 0, "
               "with a row saying so)", file=sys.stderr)
         return 2
+    attention = needs_instructor.summary(results, [more.get("status") for more in extra])
+    if attention:
+        print(f"autograder: {attention}", file=sys.stderr)
+        return needs_instructor.NEEDS_INSTRUCTOR
     return 0
+
+
+def _deliver(out: Path, assignment, graded, feedback_files, term) -> None:
+    """`--deliver`: feedback commits, Feedback-PR comments, the mail-merge file (printed)."""
+    from ..course.feedback_delivery import BRANCH, deliver
+
+    done = deliver(out, assignment.title, graded, feedback_files, term.members,
+                   term.graded_commits(), term.label)
+    commits = done["commits"]
+    made = [d for d in commits if d.status == "committed"]
+    same = [d for d in commits if d.status == "unchanged"]
+    print(f"feedback branch `{BRANCH}`: {len(made)} commit(s) made, {len(same)} unchanged, in "
+          f"{len(commits)} repositories (push them: see docs/instructors.md)")
+    for d in commits:
+        if d.status == "skipped":
+            print(f"  {visible(d.student)}: not written: {visible(d.detail)}")
+    print(f"wrote {shown_path(done['comments'])} (one Feedback pull request comment per "
+          "student)")
+    if done["mail"] is not None:
+        print(f"wrote {shown_path(done['mail'])} (email,subject,body_file)")
+        if done["no_email"]:
+            print(f"  no email in the roster for: "
+                  + ", ".join(visible(n) for n in done["no_email"][:20]))
 
 
 def repository_flags(assignment, graded, bundle=None) -> list[dict]:
@@ -262,10 +297,17 @@ def cmd_similarity(args) -> int:
         return 2
     files = write_similarity(Path(args.out), assignment, comparison, template_files(assignment),
                              args.top)
+    from ..course.similarity_report import baseline_text, verdict
+
+    copied = sum(1 for p in comparison.pairs if p.kind)
     print(f"{len(comparison.sources)} submissions compared, {len(comparison.skipped)} not "
-          f"(see the report); {len(comparison.pairs)} pairs score {args.min_score:g} or more")
+          f"(see the report); {copied} copies, {len(comparison.pairs) - copied} other pairs "
+          f"score {args.min_score:g} or more")
+    print(baseline_text(comparison))
     for p in comparison.pairs[:5]:
-        print(f"  {p.score:.2f}  {visible(p.a.student)}  {visible(p.b.student)}")
+        what = verdict(p)
+        print(f"  {p.score:.2f}  {visible(p.a.student)}  {visible(p.b.student)}"
+              + (f"  ({what})" if what else ""))
     print(f"wrote {shown_path(files['json'])} and {shown_path(files['html'])}")
     return 0
 
@@ -288,6 +330,10 @@ def cmd_classroom(args) -> int:
                                    include_hidden=False)
     data = runner_json(result.questions[args.question], path.name)
     print(f"result={encode_result(data)}")
+    if not path.exists():
+        # The result above says so (0 points); the step fails too, so CI shows it.
+        print(f"autograder: {shown_path(path)} not found", file=sys.stderr)
+        return 2
     return 0
 
 
@@ -474,6 +520,18 @@ def build_parser() -> argparse.ArgumentParser:
                                  "grade each git repository's last commit at or before it")
     g.add_argument("--late-policy", help="accept late commits at a cost, e.g. 10%%/day,max=50%% "
                                          "(in adjusted_total; needs --due)")
+    g.add_argument("--extensions", metavar="FILE",
+                   help="CSV with columns student,due: that student's own due time (ISO 8601 "
+                        "with a zone), from which the late policy counts; needs --due")
+    g.add_argument("--overrides", metavar="FILE",
+                   help="CSV with columns student,question,points,reason: after grading, set "
+                        "that question's points (grades.json keeps the grader's too); the "
+                        "student's feedback and report.html show the reason")
+    g.add_argument("--deliver", action="store_true",
+                   help="with --out: commit each student's feedback on a `feedback` branch of "
+                        "their cloned repository (nothing pushed), write a Feedback pull "
+                        "request comment per student, and with a roster's email column a "
+                        "mail-merge CSV; nothing is sent")
     g.add_argument("--similarity", action="store_true",
                    help="also compare the submissions (as `autograder similarity`) and list the "
                         "most similar pairs in report.html, for the instructor; no score changes")

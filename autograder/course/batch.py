@@ -111,7 +111,9 @@ def grade_class(assignment: Assignment, students: list[Student], *, out: Path | 
                 content = f"\0{_nothing_status(s)}\0{s.problem or ''}".encode()
             else:
                 content = _content_for_key(s.file)
-            options = f"{questions}|{public_only}".encode()
+            # A notebook's own name is in its feedback ("cell 5 of nb.ipynb").
+            own = s.file.name if s.file is not None and s.file.suffix == ".ipynb" else ""
+            options = f"{questions}|{public_only}|{own}".encode()
             key = cache_key(assignment, content + options, limits)
             hit = cache.get(key)
             if hit is not None:
@@ -155,6 +157,11 @@ def grade_class(assignment: Assignment, students: list[Student], *, out: Path | 
         if bar is not None:
             bar.close()
     for g in graded:
+        if questions:
+            # Rows made without running anything (nothing to grade, a syntax error, the
+            # grader's own failure) list every question: keep the ones this run grades.
+            g.result.questions = {k: v for k, v in g.result.questions.items()
+                                  if k in questions}
         g.result.student = g.student.name
         # The folder's notes first; the submission's own (an integrity flag, notebook cells)
         # are kept.

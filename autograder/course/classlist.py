@@ -154,10 +154,23 @@ def _from_folder(folder: Path, name: str, student_file: str,
         # Its files may be anyone's (the reference, another student's): nothing is graded.
         return Student(name, None, None, problem=LINKED_FOLDER)
     chosen, notes = choose_file(folder, student_file, bundle)
+    if chosen is None and _is_empty(folder):
+        # Nothing handed in (a clone made before any push, a folder made for everyone).
+        return Student(name, folder, None, problem="missing: the student's folder is empty",
+                       missing=True)
     if chosen is None:
         return Student(name, folder, None,
                        problem=f"no {student_file} or notebook found in the folder")
     return Student(name, folder, chosen, notes)
+
+
+def _is_empty(folder: Path) -> bool:
+    """Nothing in the folder but hidden entries (`.git` of a repository with no work in it)."""
+    try:
+        with os.scandir(folder) as entries:
+            return not any(not e.name.startswith(".") for e in entries)
+    except OSError:
+        return False
 
 
 def _unique_names(students: list[Student]) -> None:

@@ -122,8 +122,11 @@ def _environment() -> dict[str, str]:
     return env
 
 
-def _git(folder: Path, args: list[str], limit: int = MAX_TREE_BYTES) -> bytes:
-    """Run a read-only git command on `folder`'s repository; its output, capped at `limit`."""
+def _git(folder: Path, args: list[str], limit: int = MAX_TREE_BYTES, *,
+         stdin: bytes | None = None, env: dict[str, str] | None = None) -> bytes:
+    """Run a git command on `folder`'s repository; its output, capped at `limit`. Read-only
+    unless the caller asks for a plumbing command that writes (`feedback_delivery`): `stdin`
+    is given to git before its output is read, `env` adds to the scrubbed environment."""
     # Absolute: git runs inside the .git folder, where a relative path would not resolve.
     gitdir = Path(os.path.abspath(folder)) / ".git"
     cmd = ["git", "--no-pager", "--no-replace-objects", f"--git-dir={gitdir}"]
@@ -132,15 +135,22 @@ def _git(folder: Path, args: list[str], limit: int = MAX_TREE_BYTES) -> bytes:
     cmd += args
     with tempfile.TemporaryFile() as errfile:
         try:
-            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                    stderr=errfile, env=_environment(), cwd=gitdir,
-                                    start_new_session=True)
+            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL if stdin is None
+                                    else subprocess.PIPE, stdout=subprocess.PIPE,
+                                    stderr=errfile, env={**_environment(), **(env or {})},
+                                    cwd=gitdir, start_new_session=True)
         except OSError as e:
             raise HistoryError(f"git could not be started: {e.strerror}") from None
         # A timer ends git however long its answer takes (the read below waits for it).
         timer = threading.Timer(GIT_TIMEOUT, proc.kill)
         timer.start()
         try:
+            if stdin is not None:
+                try:   # small (a tree's entries): git reads it all before it answers
+                    proc.stdin.write(stdin)
+                    proc.stdin.close()
+                except BrokenPipeError:
+                    pass
             out = proc.stdout.read(limit + 1)
             if len(out) > limit:
                 proc.kill()

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from . import git_history
 from .classlist import Student, display
+from .roster import who_text
 from .standing import Standing, days_text, plain_standing
 from ..safetext import csv_cell
 from ..status import QuestionStatus
@@ -91,16 +92,20 @@ def only_the_template(content: bytes, notebook: bool, templates: list[Path]) -> 
 
 
 def apply_due(students: list[Student], due: datetime, student_file: str, stage: Path,
-              policy: LatePolicy | None, templates: list[Path] = ()) -> dict[int, DueInfo]:
+              policy: LatePolicy | None, templates: list[Path] = (),
+              extended: dict[int, datetime] | None = None) -> dict[int, DueInfo]:
     """Point each student in a git repository at their file as of the due time (staged in
     `stage`); {id(student): what was graded}. Folders that are not repositories are graded as
     they are, with a note. A repository whose commits before the due time hold only the
     template (one of `templates`) or no file, and whose work all came later, is "missing"
-    (without a late policy: with one, the latest commit is graded)."""
+    (without a late policy: with one, the latest commit is graded). `extended`: {id(student):
+    their own due time} for students with an extension."""
     from ..intake.submissions import MAX_BYTES, MAX_NOTEBOOK_BYTES
 
     infos: dict[int, DueInfo] = {}
+    class_due = due
     for i, s in enumerate(students):
+        due = (extended or {}).get(id(s), class_due)
         if s.folder is None:
             continue
         foreign = git_history.foreign_git(s.folder)
@@ -162,8 +167,11 @@ def apply_due(students: list[Student], due: datetime, student_file: str, stage: 
             continue
         info.commit = commit
         info.committed = (v.committed if commit == v.commit else v.latest_committed) or ""
-        suffix = ".ipynb" if rel.endswith(".ipynb") else ".py"
-        target = stage / f"{i:05d}" / (Path(student_file).stem + suffix)
+        # A notebook keeps its own name (feedback names its cells by it); a .py file is
+        # staged under the assignment's name, as the worker imports it.
+        own = Path(rel).name
+        target = stage / f"{i:05d}" / (own if own.endswith(".ipynb") else
+                                       Path(student_file).stem + ".py")
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(content)
         s.file, s.problem = target, None
@@ -201,11 +209,15 @@ class Term:
     """What `autograder grade --roster/--due/--late-policy` adds around class grading."""
 
     def __init__(self, assignment, students: list[Student], *, roster: str | None,
-                 due: str | None, late_policy: str | None, out: Path | None):
+                 due: str | None, late_policy: str | None, out: Path | None,
+                 extensions: str | None = None):
+        from .decisions import StudentNames, load_extensions
         from .roster import AMBIGUOUS, join, load_roster
 
         if late_policy and not due:
             raise ValueError("--late-policy needs --due")
+        if extensions and not due:
+            raise ValueError("--extensions needs --due (the class's due time)")
         self.assignment = assignment
         self.policy = LatePolicy.parse(late_policy) if late_policy else None
         self.due = git_history.parse_due(due) if due else None
@@ -227,6 +239,13 @@ class Term:
             for s in self.unmatched:
                 s.notes.append("note: this submission matched no one in the roster")
         self.students = students
+        self.names = StudentNames([(self.members.get(id(s)), s) for s in students])
+        self.extensions = load_extensions(Path(extensions), self.names) if extensions else []
+        self.extended = {id(e.student): e.due for e in self.extensions}
+        for e in self.extensions:
+            e.student.notes.insert(0, f"extension: due {e.due.isoformat()} (the class's due "
+                                      f"time is {self.due.isoformat()})")
+        self.overrides: list = []
         self._tmp = None
         self.due_info: dict[int, DueInfo] = {}
         if self.due is not None:
@@ -240,7 +259,43 @@ class Term:
             from .similarity import template_files
 
             self.due_info = apply_due(students, self.due, assignment.student_file, stage,
-                                      self.policy, template_files(assignment))
+                                      self.policy, template_files(assignment), self.extended)
+
+    def load_overrides(self, path: str, public_only: bool = False) -> None:
+        """Read and check `--overrides` (before grading: a wrong row ends the run)."""
+        from .decisions import load_overrides
+
+        self.overrides = load_overrides(Path(path), self.names,
+                                        question_points(self.assignment, public_only))
+
+    def apply_overrides(self, graded) -> list[str]:
+        from .decisions import apply_overrides
+
+        return apply_overrides(graded, self.overrides)
+
+    def decisions(self, graded) -> list[dict]:
+        """Extensions and overrides, for report.html."""
+        from .decisions import decision_rows
+
+        return decision_rows(graded, self.extensions, self.due, self.label)
+
+    def graded_commits(self) -> dict[int, str]:
+        """{id(student): the commit graded} (with --due)."""
+        return {k: info.commit for k, info in self.due_info.items() if info.commit}
+
+    def label(self, student: Student) -> str:
+        """How the term's lines name a student: the roster's name when they are on it."""
+        m = self.members.get(id(student))
+        return (m.name or m.github_username or m.identifier) if m is not None else student.name
+
+    def feedback_names(self, graded) -> list[str | None]:
+        """Each row's feedback file name: the roster's GitHub username (else identifier) for
+        a roster student; None (named after the row) otherwise."""
+        names: list[str | None] = []
+        for g in graded:
+            m = self.members.get(id(g.student))
+            names.append((m.github_username or m.identifier) if m is not None else None)
+        return names
 
     def close(self) -> None:
         if self._tmp is not None:
@@ -248,9 +303,23 @@ class Term:
 
     def summary(self) -> list[str]:
         lines = []
+        if self.extensions:
+            lines.append(f"{len(self.extensions)} extension(s) applied: "
+                         + ", ".join(f"{display(self.label(e.student))} (due "
+                                     f"{e.due.isoformat()})"
+                                     for e in self.extensions[:20])
+                         + (" ..." if len(self.extensions) > 20 else ""))
+        overridden = list(self.overrides)
+        if overridden:
+            lines.append(f"{len(overridden)} override(s) applied (points set by --overrides, "
+                         "the grader's beside them in grades.json): "
+                         + ", ".join(f"{display(self.label(o.student))} {o.question} = "
+                                     f"{o.points:g}"
+                                     for o in overridden[:20])
+                         + (" ..." if len(overridden) > 20 else ""))
         if self.missing:
             lines.append(f"{len(self.missing)} student(s) of the roster have no submission: "
-                         + ", ".join(display(m.identifier) for m in self.missing[:20])
+                         + ", ".join(display(who_text(m)) for m in self.missing[:20])
                          + (" ..." if len(self.missing) > 20 else ""))
         if self.unmatched:
             lines.append(f"{len(self.unmatched)} submission(s) matched no one in the roster: "
@@ -288,6 +357,8 @@ class Term:
             member = self.members.get(id(s))
             if self.roster:
                 more["identifier"] = member.identifier if member is not None else ""
+                more["name"] = member.name if member is not None else ""
+                more["github_username"] = member.github_username if member is not None else ""
                 if id(s) in self.ambiguous:
                     more["status"] = "ambiguous"
             if self.due is not None:
@@ -295,7 +366,10 @@ class Term:
                 if info is not None and s.file is not None and info.commit:
                     # The row names the repository and the commit, not the staged copy.
                     r.path = f"{display(str(s.folder))}@{info.commit[:10]}"
-                more.update({"commit": info.commit if info else "",
+                own_due = self.extended.get(id(s))
+                more.update({"due": (own_due or self.due).isoformat(),
+                             "extension": "yes" if own_due is not None else "",
+                             "commit": info.commit if info else "",
                              "committed": info.committed if info else "",
                              "later_commits": info.later_commits if info else "",
                              "late_by_hours": info.late_by_hours if info else "",
@@ -303,15 +377,27 @@ class Term:
                              "adjusted_total": self.standing(g).counted})
             if r.missing:
                 more["status"] = str(QuestionStatus.MISSING)
+            if self.overrides:
+                from .decisions import override_cell
+
+                more["overrides"] = override_cell(r)
             rows.append(more)
         return rows
 
-    def write_lms(self, out: Path, graded, extra: list[dict]) -> Path | None:
-        if not self.roster:
-            return None
+    def write_lms(self, out: Path, graded, extra: list[dict]) -> Path:
+        """gradebook.csv: with a roster, its students (a folder that matched no one has no
+        identifier the LMS could place; the summary lists it); without one, every row, named
+        and identified by its folder or file name."""
         rows = []
         for g, more in zip(graded, extra):
             member = self.members.get(id(g.student))
+            if not self.roster:
+                s = g.student
+                ident = display((s.folder or s.file).name if (s.folder or s.file) else s.name)
+                if s.folder is None and s.file is not None:
+                    ident = display(s.file.stem)
+                rows.append((s.name, ident, more.get("adjusted_total", g.result.score)))
+                continue
             if member is None:
                 continue   # no identifier: the LMS could not place it (listed in the summary)
             points = more.get("adjusted_total", g.result.score)
@@ -319,6 +405,18 @@ class Term:
                 points = None   # whose work it is is undecided: the LMS keeps what it has
             rows.append((member.name or member.github_username, member.identifier, points))
         return write_lms_csv(out / "gradebook.csv", self.assignment.title, rows)
+
+
+def question_points(assignment, public_only: bool = False) -> dict[str, float]:
+    """Each question's points (its cases', the hidden ones unless `public_only`)."""
+    from ..runner import load_question_file
+
+    points = {}
+    for q in assignment.questions:
+        cases = load_question_file(str(q.test_file)).test_cases
+        points[q.id] = round(sum(float(tc.points or 0) for tc in cases
+                                 if not (public_only and tc.hidden)), 6)
+    return points
 
 
 def visible_line(text: str) -> str:

@@ -62,6 +62,8 @@ def feedback_markdown(result: SubmissionResult, title: str,
         view = render_question(q)
         lines.append(f"## {q.id}: {view.score:g} / {view.max_score:g} ({view.status})")
         lines.append("")
+        if view.decision:
+            lines += [f"**{md(view.decision)}**", ""]
         if view.summarised:
             if view.is_stub:
                 lines += [STUB_TEXT, ""]
@@ -152,10 +154,10 @@ def _problem(qid: str, q) -> str:
 
 def html_report(assignment: Assignment, results: list[SubmissionResult],
                 feedback_files: list[str], flags: list[dict],
-                similarity: list[dict] | None = None, standings: list[Standing] | None = None,
-                late_policy: str | None = None) -> str:
-    """`similarity`: the most similar pairs (`grade --similarity`), shown in their own section;
-    None leaves the section out. `feedback_files`: the feedback pages linked (.html; the .md
+                similarity: dict | None = None, standings: list[Standing] | None = None,
+                late_policy: str | None = None, decisions: list[dict] | None = None) -> str:
+    """`similarity`: what `similarity_report.class_section` gives (`grade --similarity`),
+    shown in its own section; None leaves the section out. `feedback_files`: the feedback pages linked (.html; the .md
     beside each). `standings`: the total that counts per result, `late_policy` the policy's
     words when one applies. The class statistics use the totals that count, and leave the
     missing students out (`standing.statistics_rule` says so on the page)."""
@@ -203,7 +205,8 @@ def html_report(assignment: Assignment, results: list[SubmissionResult],
             "missing": st.missing, "days_late": "" if st.missing else st.days_late,
             "counted": f"{st.counted:g}",
             "cells": [{"score": f"{r.questions[q['id']].score:g}",
-                       "status": r.questions[q["id"]].status}
+                       "status": r.questions[q["id"]].status,
+                       "override": (r.questions[q["id"]].override or {}).get("reason")}
                       if q["id"] in r.questions else {"score": "-", "status": ""}
                       for q in questions]})
     return page_environment().get_template("report.html.j2").render(
@@ -221,28 +224,31 @@ def html_report(assignment: Assignment, results: list[SubmissionResult],
                              "adjusted totals" if late_policy else "total scores",
                              "adjusted total" if late_policy else "total"),
         questions=questions, problems=problems, students=students, flags=flags,
-        similarity=similarity)
+        similarity=similarity, decisions=decisions or [])
 
 
 def write_reports(out: Path, assignment: Assignment, results: list[SubmissionResult],
                   flags: list[dict] | None = None,
                   extra: list[dict] | None = None,
-                  similarity: list[dict] | None = None,
+                  similarity: dict | None = None,
                   standings: list[Standing] | None = None,
-                  late_policy: str | None = None) -> dict[str, Path]:
+                  late_policy: str | None = None, decisions: list[dict] | None = None,
+                  file_names: list[str | None] | None = None) -> dict[str, Path]:
     """`extra`, one dict per result: columns added at the end of grades.csv and fields of the
     result's JSON row (roster identifier, due date); its "status" replaces the row's status.
     `similarity` only adds a section to report.html: grades.csv and grades.json never see it.
     `standings` and `late_policy` (see html_report): the totals the feedback files and the
-    report show."""
+    report show. `decisions`: the extensions and overrides report.html lists; `file_names`:
+    each row's feedback file name (a roster's username), None to name it after the row."""
     out.mkdir(parents=True, exist_ok=True)
     standings = standings or [plain_standing(r) for r in results]
     fb_dir = out / "feedback"
     fb_dir.mkdir(exist_ok=True)
     qids = [q.id for q in assignment.questions]
     feedback_files, used = [], set()
-    for r, standing in zip(results, standings):
-        name = safe_name(r.student or Path(r.path).stem)
+    for i, (r, standing) in enumerate(zip(results, standings)):
+        own = file_names[i] if file_names else None
+        name = safe_name(own or r.student or Path(r.path).stem)
         base, i = name, 2
         while name in used:
             name, i = f"{base}-{i}", i + 1
@@ -280,6 +286,7 @@ def write_reports(out: Path, assignment: Assignment, results: list[SubmissionRes
     _write_atomic(out / "grades.json", json.dumps(data, indent=2))
     _write_atomic(out / "report.html", html_report(assignment, results, feedback_files,
                                                    flags or [], similarity, standings,
-                                                   late_policy))
+                                                   late_policy, decisions))
     return {"csv": out / "grades.csv", "json": out / "grades.json",
-            "html": out / "report.html", "feedback": fb_dir}
+            "html": out / "report.html", "feedback": fb_dir,
+            "feedback_files": [out / Path(f).with_suffix(".md") for f in feedback_files]}

@@ -3,7 +3,8 @@
 Two roster formats are read:
 
 * a CSV with `identifier` and `github_username` columns (GitHub Classroom's roster export and
-  the tools that replaced it; a `name` column is kept when present, other columns are ignored);
+  the tools that replaced it; `name` and `email` columns are kept when present, other columns
+  are ignored);
 * a Gradescope export's own `submission_metadata.yml` (or the export folder holding it): each
   submitter's `:sid` (else `:email`) is the identifier, and the `submission_<id>` folder is the
   student's.
@@ -43,6 +44,7 @@ class Member:
     github_username: str = ""
     name: str = ""
     submissions: list[str] = field(default_factory=list)   # Gradescope submission folders
+    email: str = ""            # for the mail-merge file of `grade --deliver`
 
 
 @dataclass
@@ -88,9 +90,10 @@ def _csv_roster(path: Path, text: str) -> list[Member]:
         ident = (row.get(columns["identifier"]) or "").strip()
         user = (row.get(columns["github_username"]) or "").strip()
         name = (row.get(columns["name"]) or "").strip() if "name" in columns else ""
+        email = (row.get(columns["email"]) or "").strip() if "email" in columns else ""
         if not ident and not user:
             continue   # a blank line
-        members.append(Member(ident or user, user.lstrip("@"), name))
+        members.append(Member(ident or user, user.lstrip("@"), name, email=email))
     return members
 
 
@@ -114,7 +117,9 @@ def _gradescope_roster(path: Path, text: str) -> list[Member]:
             if not ident:
                 continue
             m = members.setdefault(ident, Member(ident, name=str(s.get(":name") or
-                                                                  s.get("name") or "")))
+                                                                  s.get("name") or ""),
+                                                  email=str(s.get(":email") or
+                                                            s.get("email") or "")))
             m.submissions.append(str(key))
     return list(members.values())
 
@@ -155,40 +160,68 @@ def class_prefix(names: Iterable[str]) -> str | None:
     return max(tied, key=lambda p: (len(p), p))
 
 
-def claimed(name: str, by_user: dict[str, Member], prefix: str | None) -> Member | None:
-    """The roster member whose exact folder name `name` is, `<user>` or `<prefix>-<user>`,
-    without regard to case."""
+def claimants(name: str, by_user: dict[str, Member], prefix: str | None) -> list[Member]:
+    """The roster members whose exact folder name `name` is, `<user>` or `<prefix>-<user>`,
+    without regard to case: one, none, or two when it reads both ways (folder `hw1-ann` with
+    roster users `hw1-ann` and `ann` in a class whose prefix is `hw1`), which is ambiguous."""
     low = name.lower()
-    if low in by_user:
-        return by_user[low]
+    found = [by_user[low]] if low in by_user else []
     start = f"{prefix}{SEPARATOR}" if prefix else None
     if start and low.startswith(start):
-        return by_user.get(low[len(start):])
-    return None
+        other = by_user.get(low[len(start):])
+        if other is not None and all(other is not m for m in found):
+            found.append(other)
+    return found
+
+
+def claimed(name: str, by_user: dict[str, Member], prefix: str | None) -> Member | None:
+    """The one roster member the folder `name` belongs to (None: no one, or ambiguous)."""
+    found = claimants(name, by_user, prefix)
+    return found[0] if len(found) == 1 else None
+
+
+def who_text(m: Member) -> str:
+    """A roster student as every output names them: `Erin (1003, GitHub user erin)`."""
+    more = [m.identifier] if m.name and m.identifier != m.name else []
+    if m.github_username and m.github_username != m.identifier:
+        more.append(f"GitHub user {m.github_username}")
+    head = m.name or m.identifier
+    return f"{head} ({', '.join(more)})" if more else head
 
 
 def join(members: list[Member], students: list[Student]) -> Joined:
     """Pair each roster member with their submission: a row per member (a "missing" one when
-    there is none, an "ambiguous" one when several claim them, each claimant then on a row of
-    its own after it) and a row per submission that matched no one."""
+    there is none, an "ambiguous" one when several claim them, or one folder's name reads as
+    theirs and as another student's, each claimant then on a row of its own after it) and a
+    row per submission that matched no one."""
     by_user = {m.github_username.lower(): m for m in members if m.github_username}
     by_folder = {sub: m for m in members for sub in m.submissions}
     names = [_folder_name(s) for s in students]
     prefix = class_prefix(names)
     claims: dict[int, list[Student]] = {}
+    two_ways: dict[int, list[Member]] = {}   # id(student): the members its name reads as
     unmatched: list[Student] = []
     for s, folder in zip(students, names):
-        m = by_folder.get(folder) or claimed(folder, by_user, prefix)
-        if m is None:
+        found = [by_folder[folder]] if folder in by_folder else \
+            claimants(folder, by_user, prefix)
+        if not found:
             unmatched.append(s)
             continue
-        claims.setdefault(id(m), []).append(s)
+        if len(found) > 1:
+            two_ways[id(s)] = found
+            s.notes.append(f"note: the folder name {folder} reads as roster student "
+                           + " and as ".join(who_text(m) for m in found)
+                           + "; it was counted for neither: rename the folder or correct the "
+                           "roster, and grade again")
+        for m in found:
+            claims.setdefault(id(m), []).append(s)
     rows: list[tuple[Member | None, Student]] = []
     missing: list[Member] = []
     contested: list[tuple[Member, list[Student]]] = []
+    placed: set[int] = set()   # claimants already given their own row
     for m in members:
         mine = claims.get(id(m), [])
-        if len(mine) == 1:
+        if len(mine) == 1 and id(mine[0]) not in two_ways:
             rows.append((m, mine[0]))
             continue
         who = f" (GitHub user {m.github_username})" if m.github_username else ""
@@ -196,20 +229,27 @@ def join(members: list[Member], students: list[Student]) -> Joined:
             missing.append(m)
             rows.append((m, Student(m.name or m.github_username or m.identifier, None, None,
                                     problem=f"missing: no submission found for "
-                                            f"{m.identifier}{who}", missing=True)))
+                                            f"{who_text(m)}", missing=True)))
             continue
         contested.append((m, mine))
         folders = ", ".join(_folder_name(s) for s in mine)
+        if len(mine) == 1:
+            what = (f"the folder {folders} reads as {m.identifier}{who}'s and as another "
+                    "roster student's; it was not counted for this row")
+        else:
+            what = (f"{len(mine)} submissions claim {m.identifier}{who}: {folders}; none was "
+                    "counted for this row")
         rows.append((m, Student(m.name or m.github_username or m.identifier, None, None,
-                                problem=f"{AMBIGUOUS}: {len(mine)} submissions claim "
-                                        f"{m.identifier}{who}: {folders}; none was counted "
-                                        "for this row (each is graded on a row of its own): "
-                                        "keep the student's own and grade again")))
+                                problem=f"{AMBIGUOUS}: {what} (each is graded on a row of its "
+                                        "own): keep the student's own and grade again")))
         for s in mine:
             others = ", ".join(_folder_name(o) for o in mine if o is not s)
-            s.notes.append(f"note: this submission and {others} all claim roster student "
-                           f"{m.identifier}; it was not counted for the roster row")
-            rows.append((None, s))
+            if others:
+                s.notes.append(f"note: this submission and {others} all claim roster student "
+                               f"{m.identifier}; it was not counted for the roster row")
+            if id(s) not in placed:
+                placed.add(id(s))
+                rows.append((None, s))
     rows += [(None, s) for s in unmatched]
     return Joined(rows, unmatched, missing, contested)
 

@@ -26,6 +26,20 @@ in [0, 1]: 1 for two submissions whose every fingerprint is theirs alone; code t
 students share, or only one of the two has, pulls it towards 0. It is a ranking of what to
 read first, not a verdict (docs/similarity.md).
 
+Beside the ranking, three things a first reader needs (`copies`, `baseline`, `clusters`):
+
+* copies: two submissions whose code is the same after normalising (the same units, names,
+  literals, layout and order of functions set aside; the template's units left out) are named
+  as such, "identical" when their text is the same too, and listed first whatever the class
+  shares (a copy of code the whole class writes alike would otherwise score low);
+* the baseline: each pair's score is placed in the class's own distribution of pair scores (all
+  n(n-1)/2 pairs, those sharing nothing at 0): its percentile, and whether it stands out, above
+  Tukey's far-out fence (the third quartile plus three interquartile ranges);
+* clusters: submissions linked by copies or by pairs that stand out, grouped.
+
+Each pair also says what share of each file's own code (its lines outside the template) the
+pair shares, as MOSS reports a percentage per file.
+
 A library was considered: copydetect does winnowing over pygments tokens, but compares every
 pair of files and has neither a per-function split nor weighting by how much of the class
 shares a fingerprint; this module is small and uses only numpy and scipy, already required.
@@ -61,6 +75,9 @@ class Source:
     lines: np.ndarray = field(default_factory=lambda: np.zeros((0, K), np.int32))
     # lines[i] are the source lines of the K tokens of the fingerprint hashes[i]
     positions: dict[int, list[int]] | None = None
+    normal: tuple[str, ...] = ()       # its units' normalised tokens, sorted, template's left out
+    normal_tokens: int = 0
+    raw: str = ""                      # the text, line endings and trailing spaces aside
 
 
 @dataclass
@@ -79,15 +96,69 @@ class Pair:
     shared_lines: list[tuple[int, int]]           # (line in a, line in b), sorted
     weight_a: dict[int, float] = field(default_factory=dict)   # line: its strongest weight
     weight_b: dict[int, float] = field(default_factory=dict)
+    kind: str = ""            # COPY_IDENTICAL, COPY_NORMALISED, or "" (ranked by score)
+    percentile: float = 0.0   # the share of the class's pairs scoring below this one
+    stands_out: bool = False  # above the class's far-out fence (see `baseline`)
+    cluster: int = 0          # its cluster's number (0: in none)
+
+    @property
+    def share_a(self) -> float:
+        """The share of a's own code lines (outside the template) that the pair shares."""
+        return _share({la for la, _ in self.shared_lines}, self.a)
+
+    @property
+    def share_b(self) -> float:
+        return _share({lb for _, lb in self.shared_lines}, self.b)
+
+    @property
+    def rare_share_a(self) -> float:
+        """The share of a's own code lines shared through code few others in the class have
+        (a fingerprint weighing at least RARE: MOSS likewise ignores passages many files hold)."""
+        return _share({la for la, w in self.weight_a.items() if w >= RARE}, self.a)
+
+    @property
+    def rare_share_b(self) -> float:
+        return _share({lb for lb, w in self.weight_b.items() if w >= RARE}, self.b)
+
+
+COPY_IDENTICAL = "identical"
+COPY_NORMALISED = "identical after normalisation"
+MIN_COPY_TOKENS = 60      # a copy is named only with this much code of its own (a few lines)
+RARE = 0.5                # a fingerprint's weight from which few others in the class hold it
+
+
+def _share(lines: set[int], source: Source) -> float:
+    own = set(source.lines.ravel().tolist()) if len(source.lines) else set()
+    return len(lines & own) / len(own) if own else 0.0
+
+
+@dataclass
+class Baseline:
+    """The class's own distribution of pair scores (every pair; those sharing nothing at 0)."""
+    pairs: int
+    median: float
+    p90: float
+    q1: float
+    q3: float
+    fence: float | None       # Tukey's far-out fence; None with too few pairs to tell
+    scores: np.ndarray = field(default_factory=lambda: np.zeros(0))   # sorted, all pairs
+
+    def percentile(self, score: float) -> float:
+        return float(np.searchsorted(self.scores, score, side="left")) / max(1, self.pairs)
+
+
+MIN_PAIRS_FOR_FENCE = 10
 
 
 @dataclass
 class Comparison:
     sources: list[Source]
     skipped: list[Skipped]
-    pairs: list[Pair]                 # highest score first
+    pairs: list[Pair]                 # copies first, then the highest score first
     candidates: int                   # pairs sharing at least one fingerprint
-    min_score: float = 0.0            # the floor of `pairs`
+    min_score: float = 0.0            # the floor of `pairs` (copies are listed whatever it is)
+    baseline: Baseline | None = None
+    clusters: list[list[str]] = field(default_factory=list)   # students, by cluster number - 1
 
 
 # ------------------------------------------------------------------ fingerprints
@@ -167,6 +238,20 @@ def base_hashes(template_files: list[Path]) -> set[int]:
     return base
 
 
+def base_units(template_files: list[Path]) -> set[str]:
+    """The template's units as normalised token text: a stub left as handed out is nobody's
+    code, in a copy or anywhere else."""
+    found: set[str] = set()
+    for path in template_files:
+        try:
+            sub = read_submission(path)
+        except UnreadableSubmission:
+            continue
+        cells = [c.source for c in sub.cells] if sub.cells is not None else None
+        found.update(" ".join(u.tokens) for u in source_units(sub.source, cells))
+    return found
+
+
 def template_files(assignment) -> list[Path]:
     """The student template and, when there is one, its notebook (same stem, next to it)."""
     template = Path(assignment.template)
@@ -177,7 +262,8 @@ def template_files(assignment) -> list[Path]:
 # ------------------------------------------------------------------ the class
 
 def read_sources(students: list[Student], base: set[int],
-                 shown: dict[int, str] | None = None) -> tuple[list[Source], list[Skipped]]:
+                 shown: dict[int, str] | None = None,
+                 template_units: set[str] = frozenset()) -> tuple[list[Source], list[Skipped]]:
     """Read and fingerprint each student's file; `shown` (index: path) names a file
     differently from where it was read (grading from a due-date checkout)."""
     sources, skipped, seen = [], [], set()
@@ -202,7 +288,12 @@ def read_sources(students: list[Student], base: set[int],
                 starts.append((c.number, line))
                 line += len(c.source.split("\n"))
         src = Source(s.name, path, sub.source, starts)
-        src.hashes, src.lines = fingerprint(source_units(sub.source, cells), base)
+        found = source_units(sub.source, cells)
+        src.hashes, src.lines = fingerprint(found, base)
+        own = [" ".join(u.tokens) for u in found if " ".join(u.tokens) not in template_units]
+        src.normal, src.normal_tokens = tuple(sorted(own)), sum(u.count(" ") + 1 for u in own)
+        src.raw = "\n".join(line.rstrip() for line in sub.source.replace("\r\n", "\n")
+                            .strip().split("\n"))
         sources.append(src)
     return sources, skipped
 
@@ -215,17 +306,75 @@ def weights(df: np.ndarray, n: int) -> np.ndarray:
     return np.clip(w, 0.0, 1.0)
 
 
+def copies(sources: list[Source]) -> dict[tuple[int, int], str]:
+    """{(i, j): COPY_IDENTICAL or COPY_NORMALISED} for the pairs of sources (i < j) whose code
+    is the same after normalisation, with at least MIN_COPY_TOKENS tokens of their own."""
+    groups: dict[tuple[str, ...], list[int]] = {}
+    for i, s in enumerate(sources):
+        if s.normal_tokens >= MIN_COPY_TOKENS:
+            groups.setdefault(s.normal, []).append(i)
+    found = {}
+    for members in groups.values():
+        for x, i in enumerate(members):
+            for j in members[x + 1:]:
+                same = sources[i].raw == sources[j].raw
+                found[(i, j)] = COPY_IDENTICAL if same else COPY_NORMALISED
+    return found
+
+
+def baseline(scores: np.ndarray, n: int) -> Baseline:
+    """The distribution of the class's pair scores: `scores` of the pairs sharing something,
+    the rest of the n(n-1)/2 pairs at 0."""
+    total = n * (n - 1) // 2
+    every = np.sort(np.concatenate([np.zeros(max(0, total - len(scores))),
+                                    np.asarray(scores, np.float64)]))
+    if not len(every):
+        return Baseline(0, 0.0, 0.0, 0.0, 0.0, None)
+    q1, median, q3, p90 = (float(np.quantile(every, q)) for q in (0.25, 0.5, 0.75, 0.9))
+    fence = q3 + 3 * (q3 - q1) if total >= MIN_PAIRS_FOR_FENCE else None
+    return Baseline(total, median, p90, q1, q3, fence, every)
+
+
+def clusters(pairs: list[Pair]) -> list[list[str]]:
+    """Groups of students linked by copies or by pairs that stand out (largest first); each
+    such pair gets its group's number."""
+    parent: dict[int, int] = {}
+
+    def root(x: int) -> int:
+        while parent.setdefault(x, x) != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    linked = [p for p in pairs if p.kind or p.stands_out]
+    for p in linked:
+        parent[root(id(p.a))] = root(id(p.b))
+    groups: dict[int, list[Source]] = {}
+    for p in linked:
+        for s in (p.a, p.b):
+            members = groups.setdefault(root(id(s)), [])
+            if all(m is not s for m in members):
+                members.append(s)
+    ordered = sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[1][0].path))
+    number = {key: i for i, (key, _) in enumerate(ordered, 1)}
+    for p in linked:
+        p.cluster = number[root(id(p.a))]
+    return [[s.student for s in members] for _, members in ordered]
+
+
 def rank(sources: list[Source], *, min_score: float = 0.0,
-         max_pairs: int | None = None) -> tuple[list[Pair], int]:
-    """The pairs scoring at least `min_score` (above 0), highest first, at most `max_pairs`;
-    and how many pairs share any fingerprint."""
+         max_pairs: int | None = None) -> tuple[list[Pair], int, Baseline]:
+    """The pairs scoring at least `min_score` (above 0), and every copy (`copies`) whatever
+    its score: copies first, then highest score first, at most `max_pairs`; how many pairs
+    share any fingerprint; and the class's distribution of scores."""
     from scipy import sparse
 
     n = len(sources)
     sets = [np.unique(s.hashes) for s in sources]
     sizes = np.array([len(s) for s in sets], np.float64)
+    copied = copies(sources)
     if n < 2 or not sizes.any():
-        return [], 0
+        return [], 0, baseline(np.zeros(0), n)
     every = np.concatenate(sets)
     owner = np.repeat(np.arange(n), [len(s) for s in sets])
     keys, column = np.unique(every, return_inverse=True)
@@ -240,14 +389,27 @@ def rank(sources: list[Source], *, min_score: float = 0.0,
     # fingerprint's posting list meets itself (a product over the index, nothing else).
     together = sparse.triu(postings @ sparse.diags(w[shared_by_pair]) @ postings.T, k=1).tocoo()
     scores = 2 * together.data / (sizes[together.row] + sizes[together.col])
-    chosen = np.flatnonzero((scores >= min_score) & (scores > 0))
-    chosen = sorted(chosen, key=lambda i: (-scores[i], sources[together.row[i]].path,
+    spread = baseline(scores, n)
+    kinds = [copied.get((int(r), int(c)), "") for r, c in zip(together.row, together.col)]
+    chosen = [i for i in range(len(scores)) if kinds[i] or (scores[i] >= min_score
+                                                            and scores[i] > 0)]
+    order = {COPY_IDENTICAL: 0, COPY_NORMALISED: 1, "": 2}
+    chosen = sorted(chosen, key=lambda i: (order[kinds[i]], -scores[i],
+                                           sources[together.row[i]].path,
                                            sources[together.col[i]].path))
     if max_pairs is not None:
         chosen = chosen[:max_pairs]
     pairs = [_pair(sources[together.row[i]], sources[together.col[i]], float(scores[i]),
                    weight) for i in chosen]
-    return pairs, len(together.data)
+    for i, p in zip(chosen, pairs):
+        p.kind = kinds[i]
+        p.percentile = spread.percentile(p.score)
+        p.stands_out = spread.fence is not None and p.score > spread.fence
+    # A copy whose every fingerprint the template holds shares none: still named, first.
+    scored = set(zip(together.row.tolist(), together.col.tolist()))
+    unscored = [Pair(sources[i], sources[j], 0.0, 0, [], kind=kind)
+                for (i, j), kind in sorted(copied.items()) if (i, j) not in scored]
+    return unscored + pairs, len(together.data), spread
 
 
 def _positions(source: Source) -> dict[int, list[int]]:
@@ -287,9 +449,10 @@ def compare_students(students: list[Student], template: list[Path], *, min_score
                      max_pairs: int | None = None,
                      shown: dict[int, str] | None = None) -> Comparison:
     base = base_hashes(template)
-    sources, skipped = read_sources(students, base, shown)
-    pairs, candidates = rank(sources, min_score=min_score, max_pairs=max_pairs)
-    return Comparison(sources, skipped, pairs, candidates, min_score)
+    sources, skipped = read_sources(students, base, shown, base_units(template))
+    pairs, candidates, spread = rank(sources, min_score=min_score, max_pairs=max_pairs)
+    groups = clusters(pairs)
+    return Comparison(sources, skipped, pairs, candidates, min_score, spread, groups)
 
 
 def compare_paths(assignment, paths: list[str], **options) -> Comparison:

@@ -23,22 +23,87 @@ DEFAULT_MAX_PAIRS = 1000
 STRONG = 0.5               # a line shared through a fingerprint at least this rare is marked
 
 
+def _percent(x: float) -> str:
+    return f"{round(100 * x)}%"
+
+
+def _percentile(x: float) -> str:
+    """A pair's place in the class: 97, or 99.6 near the top (where a rounded 100 would hide
+    how many pairs score above it)."""
+    value = 100 * x
+    return f"{value:.0f}" if value < 99 else f"{min(value, 99.9) if x < 1 else 100:.1f}"
+
+
+def baseline_json(comparison: Comparison) -> dict | None:
+    b = comparison.baseline
+    if b is None:
+        return None
+    return {"pairs": b.pairs, "median": round(b.median, 4), "p90": round(b.p90, 4),
+            "q1": round(b.q1, 4), "q3": round(b.q3, 4),
+            "fence": None if b.fence is None else round(b.fence, 4)}
+
+
+def baseline_text(comparison: Comparison) -> str:
+    """What the class's own scores look like, in words (the page states it, not a fixed
+    number)."""
+    b = comparison.baseline
+    if b is None or not b.pairs:
+        return "Fewer than two submissions were compared: there is no pair to rank."
+    text = (f"In this class, half of the {b.pairs} pairs score {b.median:.2f} or less and nine "
+            f"in ten {b.p90:.2f} or less: that is what sharing looks like here, where everyone "
+            "solved the same short exercise. ")
+    if b.fence is None:
+        text += "There are too few pairs to say which stand out; read the ranking."
+    else:
+        text += (f"A pair scoring above {b.fence:.2f} (the third quartile plus three times the "
+                 "spread of the middle half) stands out from the rest of the class.")
+    return text
+
+
+def wrong_outputs_json(signal) -> dict | None:
+    if signal is None:
+        return None
+    groups, pairs, limit = signal
+    return {"rare_limit": limit,
+            "groups": [{"question": g.question, "case": g.case, "students": g.students}
+                       for g in groups],
+            "pairs": [{"a": p.a, "b": p.b, "cases": [f"{g.question}: {g.case}" for g in p.cases]}
+                      for p in pairs]}
+
+
 def similarity_json(assignment: str, comparison: Comparison,
-                    template_names: list[str]) -> dict:
-    return {
+                    template_names: list[str], signal=None) -> dict:
+    data = {
         "assignment": assignment,
         "submissions": len(comparison.sources),
         "candidates": comparison.candidates,
         "min_score": comparison.min_score,
         "method": {"k": K, "window": WINDOW, "base": template_names},
+        "baseline": baseline_json(comparison),
+        "clusters": comparison.clusters,
         "skipped": [{"student": s.student, "path": s.path, "why": s.why}
                     for s in comparison.skipped],
         "pairs": [{"a": p.a.path, "b": p.b.path, "score": p.score,
                    "a_student": p.a.student, "b_student": p.b.student,
+                   "copy": p.kind or None, "stands_out": p.stands_out,
+                   "percentile": round(p.percentile, 4), "cluster": p.cluster or None,
+                   "share_a": round(p.share_a, 4), "share_b": round(p.share_b, 4),
+                   "rare_share_a": round(p.rare_share_a, 4),
+                   "rare_share_b": round(p.rare_share_b, 4),
                    "shared_fingerprints": p.shared,
                    "shared_lines": [list(x) for x in p.shared_lines]}
                   for p in comparison.pairs],
     }
+    if signal is not None:
+        data["shared_wrong_outputs"] = wrong_outputs_json(signal)
+    return data
+
+
+def verdict(pair: Pair) -> str:
+    """What the pair is, in the words of the page's first column."""
+    if pair.kind:
+        return f"copy: {pair.kind}"
+    return "stands out" if pair.stands_out else ""
 
 
 def _shown(text: str) -> str:
@@ -83,27 +148,48 @@ def pair_view(pair: Pair, number: int) -> dict:
     for la, lb in pair.shared_lines:
         to_b.setdefault(la, []).append(lb)
         to_a.setdefault(lb, []).append(la)
-    return {"number": number, "score": f"{pair.score:.2f}", "shared": pair.shared,
-            "lines_a": len(to_b), "lines_b": len(to_a),
+    return {**summary_row(pair, number), "shared": pair.shared,
             "a": _side(pair.a, pair.weight_a, to_b), "b": _side(pair.b, pair.weight_b, to_a)}
+
+
+def summary_row(p: Pair, number: int) -> dict:
+    """One pair as the tables list it: what it is, its score and where the class puts it,
+    and what share of each file it shares (all shared code, and code few others have)."""
+    return {"number": number, "score": f"{p.score:.2f}", "verdict": verdict(p),
+            "is_copy": bool(p.kind), "stands_out": p.stands_out,
+            "percentile": _percentile(p.percentile), "cluster": p.cluster or "",
+            "a_student": p.a.student, "a_path": p.a.path, "b_student": p.b.student,
+            "b_path": p.b.path, "share_a": _percent(p.share_a), "share_b": _percent(p.share_b),
+            "rare_a": _percent(p.rare_share_a), "rare_b": _percent(p.rare_share_b)}
 
 
 def summary_rows(comparison: Comparison, top: int) -> list[dict]:
     """The top pairs as report.html lists them."""
-    return [{"number": i, "score": f"{p.score:.2f}", "a": p.a.student, "a_path": p.a.path,
-             "b": p.b.student, "b_path": p.b.path,
-             "lines": len({la for la, _ in p.shared_lines})}
-            for i, p in enumerate(comparison.pairs[:top], 1)]
+    return [summary_row(p, i) for i, p in enumerate(comparison.pairs[:top], 1)]
 
 
-def similarity_html(title: str, assignment: str, comparison: Comparison, top: int) -> str:
+def signal_view(signal) -> dict | None:
+    """The second signal as the pages show it (names and cases only)."""
+    if signal is None:
+        return None
+    groups, pairs, limit = signal
+    return {"limit": limit, "pairs": [{"a": p.a, "b": p.b, "count": len(p.cases),
+                                       "cases": [f"{g.question}: {g.case}" for g in p.cases]}
+                                      for p in pairs[:50]],
+            "more": max(0, len(pairs) - 50), "groups": len(groups)}
+
+
+def similarity_html(title: str, assignment: str, comparison: Comparison, top: int,
+                    signal=None) -> str:
     env = page_environment()
     return env.get_template("similarity.html.j2").render(
         title=title, assignment=assignment, n=len(comparison.sources),
         candidates=comparison.candidates, generated=time.strftime("%Y-%m-%d %H:%M"),
         pairs=[pair_view(p, i) for i, p in enumerate(comparison.pairs[:top], 1)],
         listed=len(comparison.pairs), skipped=comparison.skipped, k=K, window=WINDOW,
-        min_score=f"{comparison.min_score:g}")
+        min_score=f"{comparison.min_score:g}", baseline=baseline_text(comparison),
+        clusters=comparison.clusters, signal=signal_view(signal),
+        copies=sum(1 for p in comparison.pairs if p.kind))
 
 
 def _write_atomic(path: Path, text: str) -> None:
@@ -113,25 +199,30 @@ def _write_atomic(path: Path, text: str) -> None:
 
 
 def write_similarity(out: Path, assignment, comparison: Comparison, template: list[Path],
-                     top: int) -> dict[str, Path]:
-    """Write similarity.json and similarity.html in `out`; their paths."""
+                     top: int, signal=None) -> dict[str, Path]:
+    """Write similarity.json and similarity.html in `out`; their paths. `signal`: the shared
+    rare wrong outputs (`shared_wrong_outputs`), when the class was graded."""
     out.mkdir(parents=True, exist_ok=True)
-    data = similarity_json(assignment.name, comparison, [p.name for p in template])
+    data = similarity_json(assignment.name, comparison, [p.name for p in template], signal)
     _write_atomic(out / "similarity.json", json.dumps(data, indent=1))
     _write_atomic(out / "similarity.html",
-                  similarity_html(assignment.title, assignment.name, comparison, top))
+                  similarity_html(assignment.title, assignment.name, comparison, top, signal))
     return {"json": out / "similarity.json", "html": out / "similarity.html"}
 
 
-def class_section(out: Path, assignment, graded, top: int = 20) -> list[dict]:
+def class_section(out: Path, assignment, graded, top: int = 20) -> dict:
     """For `grade --similarity`: compare the graded class (each file as graded, named as in
-    grades.json), write similarity.json and .html beside the grades, and return the rows of
-    report.html's section. Reads the files again; touches no result."""
+    grades.json), with the second signal of its graded hidden cases, write similarity.json and
+    .html beside the grades, and return what report.html's section shows. Reads the files
+    again; touches no result."""
+    from .shared_wrong_outputs import shared_wrong_outputs
     from .similarity import compare_students, template_files
 
     template = template_files(assignment)
     comparison = compare_students([g.student for g in graded], template,
                                   min_score=DEFAULT_MIN_SCORE, max_pairs=DEFAULT_MAX_PAIRS,
                                   shown={i: g.result.path for i, g in enumerate(graded)})
-    write_similarity(out, assignment, comparison, template, top)
-    return summary_rows(comparison, top)
+    signal = shared_wrong_outputs([g.result for g in graded])
+    write_similarity(out, assignment, comparison, template, top, signal)
+    return {"pairs": summary_rows(comparison, top), "baseline": baseline_text(comparison),
+            "clusters": comparison.clusters, "signal": signal_view(signal)}

@@ -19,6 +19,10 @@ What one message from the other side can cost the receiver is bounded whatever i
   release buffers (`Budget(release=True)`) drops each raw buffer once it is copied out, so the
   decoded message costs at most MAX_MESSAGE plus one buffer in flight.
 
+The sender keeps an honest message within these bounds (`encode`): an array that would take
+its message past MAX_MESSAGE or 4096 buffers travels as an opaque "too large to check" node, so
+a large honest answer fails its case saying so, and only a forged message is refused.
+
 So the trusted side holds at most ~256 MiB of arrays + 64 MiB in flight + ~100 MiB of header
 objects for one reply, about 420 MiB above its baseline, and lets go of it after the case.
 Anything else (a wrong type anywhere, an unknown kind, a bad float, an int beyond 64 bits, a
@@ -104,6 +108,8 @@ def encode(value: Any, buffers: list[bytes] | None, depth: int = 0,
         node, data = hit
         if data is None:
             return dict(node)
+        if not _fits(buffers, len(data)):
+            return _too_large(value)
         buffers.append(data)
         return {**node, "buf": len(buffers) - 1}
     if isinstance(value, torch.Tensor):
@@ -115,6 +121,8 @@ def encode(value: Any, buffers: list[bytes] | None, depth: int = 0,
             return {"t": "other", "type": f"tensor of dtype {torch_dtype_name(dtype)}"}
         if t.numel() * t.element_size() > MAX_ARRAY_BYTES or t.ndim > MAX_NDIM:
             return {"t": "other", "type": f"tensor too large to check, of shape {tuple(t.shape)}"}
+        if buffers is not None and not _fits(buffers, t.numel() * t.element_size()):
+            return _too_large(t)
         arr = torch.Tensor.numpy(torch.Tensor.contiguous(torch.Tensor.cpu(t)), force=True)
         node = _array_node(np.asarray(arr), buffers)
         node.update(t="tensor", torch_dtype=torch_dtype_name(dtype),
@@ -126,6 +134,8 @@ def encode(value: Any, buffers: list[bytes] | None, depth: int = 0,
             return {"t": "other", "type": f"ndarray of dtype {arr.dtype.name}"}
         if arr.nbytes > MAX_ARRAY_BYTES or arr.ndim > MAX_NDIM:
             return {"t": "other", "type": f"array too large to check, of shape {arr.shape}"}
+        if buffers is not None and not _fits(buffers, arr.nbytes):
+            return _too_large(arr)
         node = _array_node(arr, buffers)
         node["t"] = "ndarray"
         return node
@@ -156,6 +166,22 @@ def encode(value: Any, buffers: list[bytes] | None, depth: int = 0,
             items[str(k)[:MAX_STR]] = encode(v, buffers, depth + 1, memo, _nodes)
         return {"t": "dict", "items": items}
     return {"t": "other", "type": type(value).__name__[:MAX_STR]}
+
+
+MAX_BUFFERS = 4096   # buffers in one message (`unpack` refuses more)
+
+
+def _fits(buffers: list[bytes], nbytes: int) -> bool:
+    """Whether one more buffer of `nbytes` keeps the message within what `unpack` accepts: an
+    honest reply is bounded as a whole here, where it is made, so the receiver never sees an
+    honest message it must refuse."""
+    return len(buffers) < MAX_BUFFERS and sum(map(len, buffers)) + nbytes <= MAX_MESSAGE
+
+
+def _too_large(value: Any) -> dict:
+    noun = "array" if isinstance(value, np.ndarray) else "tensor"
+    return {"t": "other", "type": f"{noun} of shape {tuple(value.shape)} too large to check: "
+                                  f"the answer's {noun}s pass {MAX_MESSAGE // 2**20} MiB in all"}
 
 
 def _array_node(arr: np.ndarray, buffers: list[bytes] | None) -> dict:

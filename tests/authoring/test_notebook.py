@@ -207,9 +207,9 @@ def test_magics_grader_calls_and_failing_cells_cost_nothing(grade, assignment, t
     assert _scores(as_nb) == _scores(as_py)
     notes = "\n".join(as_nb.notes)
     fails, syntax = _cell_number(messy, "fails"), _cell_number(messy, "syntax")
-    assert f"cell {fails} of attention.ipynb raised RuntimeError at line 2" in notes
+    assert f"cell {fails} of messy.ipynb raised RuntimeError at line 2" in notes
     assert "a cell that fails" in notes
-    assert f"cell {syntax} of attention.ipynb has a syntax error at line 1" in notes
+    assert f"cell {syntax} of messy.ipynb has a syntax error at line 1" in notes
     assert len(as_nb.notes) == 2, as_nb.notes   # magics, %%bash and grader calls are no errors
     # The student's own check reads notebooks the same way.
     local = _scores_public(assignment, messy)

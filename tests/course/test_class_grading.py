@@ -58,7 +58,9 @@ def test_every_student_gets_exactly_one_row(graded_class):
     rows = {s["student"]: s for s in data["submissions"]}
     assert rows["alice"]["score"] == 35
     assert rows["dup-one"]["score"] == rows["dup-two"]["score"] < 35
-    assert rows["empty"]["score"] == 0 and "no attention.py" in rows["empty"]["error"]
+    # An empty folder: nothing was handed in ("missing"), not an error of the student's.
+    assert rows["empty"]["score"] == 0 and "folder is empty" in rows["empty"]["error"]
+    assert {q["status"] for q in rows["empty"]["questions"].values()} == {"missing"}
     assert rows["crasher"]["questions"]["softmax"]["status"] == "error"
     assert rows["crasher"]["questions"]["attention"]["status"] == "passed"
     assert rows["both"]["path"].endswith("attention.py")
@@ -128,7 +130,8 @@ def test_report_has_one_plot_per_question_and_lists_problems(graded_class):
     assert html.count('class="question-plot"') == len(QUESTIONS)
     assert "http://" not in html.replace("http://www.w3.org", "") and "src=\"http" not in html
     assert "crasher" in html.split("errored, timed out")[1]
-    assert "empty" in html.split("errored, timed out")[1]
+    assert "empty" not in html.split("errored, timed out")[1].split("</table>")[0]
+    assert "empty" in html.split('id="missing"')[1]
 
 
 def test_report_opens_in_a_headless_browser(graded_class, tmp_path):

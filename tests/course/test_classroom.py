@@ -1,6 +1,8 @@
 """Students' repositories graded as a class: a repository whose shipped workflow was changed is
 flagged. (The workflow itself and its grading step: tests/test_actions.py.)"""
+import csv
 import json
+import re
 import shutil
 
 from helpers import SUBMISSIONS, cli_in_process
@@ -21,11 +23,30 @@ def test_report_flags_a_repository_whose_workflow_changed(assignment, tmp_path):
     wf.write_text(wf.read_text().replace("max_score", "max_score") + "\n# always pass\n")
     out = tmp_path / "out"
     r = cli_in_process("grade", "-a", "attention", str(cls), "--out", str(out))
-    assert r.returncode == 0, r.stderr
+    # Every row got its grade, but one needs the instructor: a documented status of its own.
+    assert r.returncode == 4, r.stderr
+    assert "1 row(s) need you: tamperer (repository changed)" in r.stderr
     data = json.loads((out / "grades.json").read_text())
     flagged = {f["student"] for f in data.get("flags", [])}
     assert flagged == {"tamperer"}
-    assert "Repositories to check" in (out / "report.html").read_text()
+    rows = {s["student"]: s for s in data["submissions"]}
+    assert [f["rule"] for f in rows["tamperer"]["integrity"]] == ["repository"]
+    assert not rows["honest"].get("integrity")
+    # The terminal table, grades.csv and the report's problems card show it, not only a list.
+    line = next(x for x in r.stdout.splitlines() if x.startswith("tamperer"))
+    assert line.endswith("FLAG") and "35/35" in line
+    assert not next(x for x in r.stdout.splitlines() if x.startswith("honest")).endswith("FLAG")
+    csv_rows = {row["student"]: row for row in
+                csv.DictReader((out / "grades.csv").open(encoding="utf-8"))}
+    assert csv_rows["tamperer"]["status"] == "review" and csv_rows["honest"]["status"] == "graded"
+    html = (out / "report.html").read_text()
+    assert "Repositories to check" in html
+    assert re.search(r"problems<b>1</b>", html)
+    assert "tamperer" in html.split("errored, timed out")[1].split("</table>")[0]
+    # The honest repository alone: all graded, nothing to look at, exit 0.
+    r = cli_in_process("grade", "-a", "attention", str(cls / "honest"), "--out",
+                       str(tmp_path / "out-honest"))
+    assert r.returncode == 0, r.stderr
 
 
 def test_only_files_the_student_added_are_noted_as_not_graded(assignment, tmp_path):

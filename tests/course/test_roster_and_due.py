@@ -338,7 +338,7 @@ def test_roster_rows(term):
     assert "no submission found" in by_ident["'@SUM(A1)"]["error"]
     assert by_ident[""]["student"] == "hw1-zed"                    # matched no one
     assert "matched no one in the roster: hw1-zed" in run["stdout"]
-    assert "have no submission: @SUM(A1)" in run["stdout"]
+    assert "have no submission: Dee (@SUM(A1), GitHub user dee)" in run["stdout"]
     assert len(run["rows"]) == 5
 
 

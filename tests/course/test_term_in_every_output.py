@@ -84,9 +84,9 @@ def test_the_late_penalty_is_in_the_terminal_table(runs):
 
 def test_the_late_penalty_is_in_the_feedback(runs):
     feedback = runs["late"]["feedback"]
-    assert "**Total: 5.4 / 6 (6 less 10 % for 1 day late)**" in feedback["hw1-bob.md"]
-    assert "Total: <b>5.4 / 6 (6 less 10 % for 1 day late)</b>" in feedback["hw1-bob.html"]
-    assert "**Total: 6 / 6**" in feedback["hw1-ann.md"]
+    assert "**Total: 5.4 / 6 (6 less 10 % for 1 day late)**" in feedback["bob.md"]
+    assert "Total: <b>5.4 / 6 (6 less 10 % for 1 day late)</b>" in feedback["bob.html"]
+    assert "**Total: 6 / 6**" in feedback["ann.md"]
     assert runs["late"]["rows"]["hw1-bob"]["adjusted_total"] == "5.4"      # what the LMS gets
 
 
@@ -116,8 +116,8 @@ def test_a_missing_roster_student_is_missing_everywhere(runs):
         assert data["status"] == "missing" and data["path"] == ""
         assert data["questions"]["softmax"]["status"] == "missing"
         assert {c["status"] for c in data["questions"]["softmax"]["cases"]} == {"missing"}
-        assert "## softmax: 0 / 6 (missing)" in run["feedback"]["Dee.md"]
-        assert "(error)" not in run["feedback"]["Dee.md"]
+        assert "## softmax: 0 / 6 (missing)" in run["feedback"]["dee.md"]
+        assert "(error)" not in run["feedback"]["dee.md"]
         report = run["report"]
         assert "error: " not in _section(report, "<h2>Questions</h2>")
         missing = _section(report, '<h2 id="missing">')
@@ -153,9 +153,9 @@ def test_work_only_after_the_due_time_is_missing_not_attempted(runs):
 def test_report_links_readable_feedback_pages(runs):
     out, report = runs["out"], runs["late"]["report"]
     links = re.findall(r'href="(feedback/[^"]+)"', report)
-    assert "feedback/hw1-carl.html" in links and "feedback/hw1-carl.md" in links
+    assert "feedback/carl.html" in links and "feedback/carl.md" in links
     assert all((out / link).is_file() for link in links)
-    page, markdown = runs["late"]["feedback"]["hw1-carl.html"], runs["late"]["feedback"]["hw1-carl.md"]
+    page, markdown = runs["late"]["feedback"]["carl.html"], runs["late"]["feedback"]["carl.md"]
     assert r"softmax(\[1, 2, 3\])" in markdown                 # Markdown escaping stays in .md
     assert "lesson: softmax([1, 2, 3])" in page and "\\[" not in page and "\\_" not in page
     assert "NaN" in page and "likely mistake" in page          # the same content as the .md
@@ -173,5 +173,5 @@ def test_no_emoji_in_the_html_pages(runs):
     assert len(pages) == 5
     for text in [runs["late"]["report"], *pages.values()]:
         assert not EMOJI.search(text)
-    assert '<span class="mark fail">fail</span>' in pages["hw1-carl.html"]
-    assert "✅" in runs["late"]["feedback"]["hw1-ann.md"]          # the Markdown files keep theirs
+    assert '<span class="mark fail">fail</span>' in pages["carl.html"]
+    assert "✅" in runs["late"]["feedback"]["ann.md"]          # the Markdown files keep theirs

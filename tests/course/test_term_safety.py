@@ -286,7 +286,9 @@ def test_class_run_gives_each_hostile_repository_its_row(tmp_path):
     r = run_cli("grade", "-a", "attention", str(cls), "--out", str(out), "--question",
                 "softmax", "--jobs", "1", "--roster", str(roster_file), "--due", DUE,
                 timeout=900)
-    assert r.returncode == 0, r.stdout + r.stderr[-3000:]
+    # Graded, with a row that needs a decision (frank's, claimed twice): status 4.
+    assert r.returncode == 4, r.stdout + r.stderr[-3000:]
+    assert "1 row(s) need you: Frank (ambiguous roster match)" in r.stderr
     rows = list(csv.DictReader((out / "grades.csv").open(encoding="utf-8")))
     by_ident = {row["identifier"]: row for row in rows if row["identifier"]}
     assert float(by_ident["1"]["total"]) == 6 and by_ident["1"]["student"] == "attention-alice"

@@ -1,0 +1,173 @@
+"""`grade --out R --deliver`: each student's feedback committed on a `feedback` branch of their
+clone (the checked-out branch, index and working tree untouched), a Feedback pull request
+comment per student, and a mail-merge file from the roster's emails. Nothing is sent."""
+import csv
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from helpers import SUBMISSIONS, cli_in_process, git, make_repo
+
+CORRECT = SUBMISSIONS / "correct" / "einsum_style.py"
+WRONG = SUBMISSIONS / "wrong" / "softmax_no_max_subtraction.py"
+DATE = "2026-12-01T20:00:00+01:00"
+
+
+def _ref(repo, name: str) -> str | None:
+    r = subprocess.run(["git", "rev-parse", "--verify", "-q", name], cwd=repo,
+                       capture_output=True, text=True)
+    return r.stdout.strip() or None
+
+
+def _state(repo) -> tuple:
+    """What the student sees in the clone: HEAD, the checked-out branch's commit, the index
+    and the working tree as git reports them, and the working files' bytes."""
+    head = (repo / ".git" / "HEAD").read_text()
+    files = {p.relative_to(repo).as_posix(): (os.readlink(p) if p.is_symlink() else
+                                                p.read_bytes())
+             for p in sorted(repo.rglob("*")) if ".git" not in p.parts
+             and (p.is_file() or p.is_symlink())}
+    status = git(repo, "status", "--porcelain", "--untracked-files=all")
+    return head, _ref(repo, "HEAD"), status, files
+
+
+@pytest.fixture(scope="module")
+def deliveries(tmp_path_factory):
+    root = tmp_path_factory.mktemp("deliver")
+    cls = root / "class"
+    ann = make_repo(cls, "ann", [(WRONG, DATE)])
+    (ann / "notes.txt").write_text("my own notes, not committed\n")     # untracked
+    (ann / "attention.py").write_text(CORRECT.read_text())               # uncommitted edit
+    bob = make_repo(cls, "bob", [(CORRECT, DATE), (WRONG, DATE)])
+    git(bob, "checkout", "-q", "--detach", "HEAD~1")                     # detached HEAD
+    cy = cls / "cy"                                                      # no commits yet
+    cy.mkdir()
+    git(cy, "init", "-q")
+    shutil.copy(CORRECT, cy / "attention.py")
+    dan = make_repo(cls, "dan", [(CORRECT, DATE)])                       # a feedback branch
+    git(dan, "branch", "feedback")
+    (dan / "FEEDBACK.md").write_text("from the teaching assistant\n")
+    git(dan, "checkout", "-q", "feedback")
+    git(dan, "add", "FEEDBACK.md")
+    git(dan, "commit", "-q", "-m", "TA feedback", date=DATE)
+    git(dan, "checkout", "-q", "main")
+    eve = make_repo(cls, "eve", [(CORRECT, DATE)])                       # works on `feedback`
+    git(eve, "checkout", "-q", "-b", "feedback")
+    fay = make_repo(cls, "fay", [(CORRECT, DATE)])                       # a committed link
+    (fay / "FEEDBACK.md").symlink_to("../ann/attention.py")
+    git(fay, "add", "FEEDBACK.md")
+    git(fay, "commit", "-q", "-m", "link", date=DATE)
+    gus = make_repo(cls, "gus", [(CORRECT, DATE)])                       # a link in .git
+    target = root / "elsewhere"
+    target.mkdir()
+    (gus / ".git" / "refs" / "heads" / "feedback").symlink_to(target / "ref")
+    roster = root / "roster.csv"
+    roster.write_text("identifier,github_username,name,email\n"
+                      "1,ann,Ann,ann@example.edu\n2,bob,Bob,=cmd@example.edu\n3,cy,Cy,\n"
+                      "4,dan,Dan,dan@example.edu\n5,eve,Eve,eve@example.edu\n"
+                      "6,fay,Fay,fay@example.edu\n7,gus,Gus,gus@example.edu\n")
+    before = {p.name: _state(p) for p in sorted(cls.iterdir())}
+    dan_tip = _ref(dan, "feedback")
+    out = root / "out"
+    args = ("grade", "-a", "attention", str(cls), "--out", str(out), "--question", "softmax",
+            "--jobs", "1", "--roster", str(roster), "--deliver")
+    first = cli_in_process(*args)
+    tips = {p.name: _ref(p, "refs/heads/feedback") for p in sorted(cls.iterdir())}
+    again = cli_in_process(*args)
+    return {"root": root, "cls": cls, "out": out, "first": first, "again": again,
+            "before": before, "tips": tips, "dan_tip": dan_tip, "args": args,
+            "target": target, "roster": roster}
+
+
+def _show(repo, spec: str) -> bytes:
+    return subprocess.run(["git", "show", spec], cwd=repo, capture_output=True,
+                          check=True).stdout
+
+
+def test_runs_finish(deliveries):
+    for run in ("first", "again"):
+        r = deliveries[run]
+        assert r.returncode == 0, r.stdout + r.stderr[-3000:]
+
+
+def test_the_feedback_is_committed_on_its_own_branch(deliveries):
+    cls, out = deliveries["cls"], deliveries["out"]
+    for name in ("ann", "bob", "cy", "dan", "fay"):
+        repo = cls / name
+        assert _show(repo, "feedback:FEEDBACK.md") == (out / "feedback" / f"{name}.md").read_bytes()
+    ann = cls / "ann"
+    # Branched from the checked-out commit, whose files it keeps (the committed version).
+    assert _ref(ann, "feedback~1") == deliveries["before"]["ann"][1]
+    assert _show(ann, "feedback:attention.py") == WRONG.read_bytes()
+    assert "feedback branch `feedback`: 5 commit(s) made" in deliveries["first"].stdout
+
+
+def test_the_students_checkout_is_untouched(deliveries):
+    cls = deliveries["cls"]
+    for name, state in deliveries["before"].items():
+        assert _state(cls / name) == state, name
+
+
+def test_detached_head_no_commits_and_an_existing_branch(deliveries):
+    cls = deliveries["cls"]
+    bob = cls / "bob"
+    assert _ref(bob, "feedback~1") == deliveries["before"]["bob"][1]    # the detached commit
+    cy = cls / "cy"                          # a first commit of its own, only the feedback
+    assert _ref(cy, "feedback~1") is None
+    assert git(cy, "ls-tree", "--name-only", "feedback").split() == ["FEEDBACK.md"]
+    assert _ref(cy, "HEAD") is None          # still no commit on the student's branch
+    dan = cls / "dan"                        # on top of the TA's commit: history kept
+    assert _ref(dan, "feedback~1") == deliveries["dan_tip"]
+
+
+def test_refusals(deliveries):
+    cls, out = deliveries["cls"], deliveries["first"].stdout
+    assert deliveries["tips"]["eve"] == _ref(cls / "eve", "main")     # not moved
+    assert "Eve: not written: the checked-out branch is `feedback`" in out
+    assert "Gus: not written:" in out and "symbolic link" in out
+    assert not list(deliveries["target"].iterdir())                     # nothing followed
+    fay = cls / "fay"                        # the committed link is replaced, not followed
+    mode = git(fay, "ls-tree", "feedback", "FEEDBACK.md").split()[0]
+    assert mode == "100644" and (fay / "FEEDBACK.md").is_symlink()
+
+
+def test_a_rerun_adds_a_commit_only_when_the_feedback_changed(deliveries, tmp_path):
+    cls = deliveries["cls"]
+    assert "0 commit(s) made, 5 unchanged" in deliveries["again"].stdout
+    assert {n: _ref(cls / n, "refs/heads/feedback") for n in deliveries["tips"]} == \
+        deliveries["tips"]
+    overrides = tmp_path / "overrides.csv"
+    overrides.write_text("student,question,points,reason\nann,softmax,6,regraded by hand\n")
+    r = cli_in_process(*deliveries["args"], "--overrides", str(overrides))
+    assert r.returncode == 0 and "1 commit(s) made, 4 unchanged" in r.stdout
+    ann = cls / "ann"
+    assert _ref(ann, "feedback~1") == deliveries["tips"]["ann"]         # added, not rewritten
+    assert b"regraded by hand" in _show(ann, "feedback:FEEDBACK.md")
+
+
+def test_comments_and_the_mail_merge_file(deliveries):
+    out = deliveries["out"]
+    comments = out / "feedback-pr"
+    for name in ("ann", "bob", "cy", "dan", "eve", "fay", "gus"):
+        assert (comments / f"{name}.md").read_text() == \
+            (out / "feedback" / f"{name}.md").read_text()
+    rows = list(csv.reader((out / "mail-merge.csv").open(encoding="utf-8")))
+    assert rows[0] == ["email", "subject", "body_file"]
+    by_email = {r[0]: r for r in rows[1:]}
+    assert by_email["ann@example.edu"][2] == "feedback/ann.md"
+    assert "'=cmd@example.edu" in by_email                  # no cell starts a formula
+    assert len(rows) == 7 and "no email in the roster for: Cy" in deliveries["first"].stdout
+
+
+def test_long_feedback_is_cut_to_a_comment(tmp_path):
+    from autograder.course.feedback_delivery import MAX_COMMENT, comment_body
+
+    body = comment_body("x" * (MAX_COMMENT * 2), "T")
+    assert len(body) <= MAX_COMMENT and "FEEDBACK.md" in body
+
+
+def test_deliver_needs_out(tmp_path):
+    r = cli_in_process("grade", "-a", "attention", str(CORRECT), "--deliver")
+    assert r.returncode == 2 and "--deliver" in r.stderr
