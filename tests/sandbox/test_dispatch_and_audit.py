@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from helpers import QUESTIONS, SUBMISSIONS
+from helpers import GRADED, QUESTIONS, SUBMISSIONS
 
 HOSTILE = SUBMISSIONS / "hostile"
 SOFTMAX = ["torch.softmax", "torch.nn.functional.softmax", "torch.Tensor.softmax",
@@ -315,7 +315,7 @@ def graded(tmp_path_factory):
     from helpers import run_cli
 
     r = run_cli("grade", "-a", "attention", str(folder), "--json", str(out), timeout=900)
-    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.returncode in GRADED, r.stderr[-3000:]     # graded to the end (rows flagged: 4)
     rows = {os.path.basename(s["path"]): s for s in json.loads(out.read_text())["submissions"]}
     return test_hostile, names, rows
 
