@@ -353,6 +353,11 @@ def cmd_snapshot(args) -> int:
         return 1
     for w in write_snapshots(assignment, recorded):
         print(f"{'wrote' if w.changed else 'unchanged'} {shown_path(w.path)} ({w.cases} cases)")
+    from ..authoring.mistake_table import table_line, write_table
+
+    line = table_line(assignment, *write_table(assignment))
+    if line:
+        print(line)
     return 0
 
 
@@ -418,14 +423,22 @@ def cmd_diagnose_eval(args) -> int:
     from ..diagnose.realworld import evaluate_realworld
     tracks = {assignment.name: assignment}
 
+    graded: dict = {}
+
     def grade_on(track: str, path: Path):
         if track not in tracks:
             tracks[track] = load_assignment(track)
-        return grade_submission(tracks[track], path, sandbox)
+        if (track, path) not in graded:
+            graded[(track, path)] = grade_submission(tracks[track], path, sandbox)
+        return graded[(track, path)]
 
     try:
         result = evaluate(corpus, lambda f: grade_submission(assignment, f, sandbox))
         realworld = evaluate_realworld(corpus, grade_on)
+        from ..diagnose.bundle_check import compare_tracks
+        # The same real-world files, checked from the student bundle alone (public cases).
+        bundle = compare_tracks([(t, p) for t, p in graded
+                                 if p.parent.name == "realworld"], grade_on)
     finally:
         sandbox.close()
     print(f"diagnosis of known mistakes, {assignment.name}, corpus {args.corpus}")
@@ -437,7 +450,11 @@ def cmd_diagnose_eval(args) -> int:
     for figures in realworld.values():     # every track, whichever assignment was asked for
         print()
         print(figures.report(verbose=args.verbose))
-    return 0 if result.meets() and all(f.meets() for f in realworld.values()) else 1
+    for figures in bundle.values():
+        print()
+        print(figures.report(verbose=args.verbose))
+    return 0 if result.meets() and all(f.meets() for f in realworld.values()) \
+        and all(f.meets() for f in bundle.values()) else 1
 
 
 def cmd_benchmark(args) -> int:
