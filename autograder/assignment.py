@@ -67,6 +67,11 @@ class Assignment:
     def snapshot_dir(self) -> Path:
         return self.root / "snapshots"
 
+    @property
+    def mistake_table(self) -> Path:
+        """The known mistakes' outcomes on the public cases (autograder.diagnose.table)."""
+        return self.snapshot_dir / "mistake-outcomes.bin"
+
     def question(self, qid: str) -> QuestionInfo:
         for q in self.questions:
             if q.id == qid:

@@ -64,7 +64,7 @@ class RemoteFunction:
                 if found:
                     message = forbidden_message(self.__name__, routines, e.noun,
                                                 [f.describe() for f in found])
-            raise QuestionStopped(e.status, message) from None
+            raise QuestionStopped(e.status, message, routines) from None
         if self._scan is not None and self._log is not None and forbidden:
             found = self._scan.forbidden(self.__name__, list(forbidden))
             if found:

@@ -248,6 +248,18 @@ EXPECTED.update({name: {**FULL, "softmax": 0} for name in ARMED_BEFORE})
 STATUS.update({(name, "softmax"): "forbidden call" for name in ARMED_BEFORE})
 # The scan doubts `__subclasses__`/`__globals__` and frame reads: a review flag, no points taken.
 REVIEW.update({name: {**FULL, "softmax": 0} for name in ARMED_BEFORE[:2]})
+# Library implementations built from basic operators (torch's decomposition table and Python
+# references, SciPy's softmax on the torch track) are refused as routines: forbidden calls.
+LIBRARY_ROUTES = {
+    "route_decomposition_table_softmax.py": {**FULL, "softmax": 0, "attention": 0},
+    "route_refs_softmax.py": {**FULL, "softmax": 0},
+    "route_scipy_softmax_torch_track.py": {**FULL, "softmax": 0},
+    # Its own kernel over the refusal reaches nothing below it but the refusal.
+    "route_own_kernel_over_refusal_softmax.py": {**FULL, "softmax": 0},
+}
+EXPECTED.update(LIBRARY_ROUTES)
+STATUS.update({(name, q): "forbidden call" for name, want in LIBRARY_ROUTES.items()
+               for q, score in want.items() if score != "full"})
 
 
 def check_flag(name: str, row: dict) -> None:

@@ -15,6 +15,8 @@ Each finding names the file, the line and the fix. Checked:
   reference is at hand, passes against it (`lint_cases.py`);
 * `[gradescope] hidden_visibility` keeps hidden points out of the total students see before
   grades are published (`lint_platforms.py`);
+* with the reference at hand, the catalogue of known mistakes (`lint_catalogue.py`): its rules
+  can ship and its table of outcomes on the public cases is fresh;
 * the written questions of `written.toml` (`lint_written.py`).
 
 Only `ast` and `tomllib` read the files, except for the staleness check, which runs the
@@ -404,6 +406,10 @@ def lint(name_or_path: str | Path, *, snapshots: bool = True, reference: bool = 
                                             f"cases failed ({type(e).__name__}: {e})",
                                             "make the reference importable and correct"))
         errors += _check_snapshots(root, questions, fresh)
+        if fresh is not None and not errors:
+            from .lint_catalogue import mistake_errors
+
+            errors += [LintError(*found) for found in mistake_errors(root)]
     return errors
 
 

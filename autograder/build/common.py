@@ -290,7 +290,8 @@ def _case_decorators(source: str) -> list[tuple[str, list[ast.expr]]]:
 def question_files(assignment: Assignment, *, hidden: bool) -> dict[str, bytes]:
     """{"tests/<q>.py" and "snapshots/<q>.json": content}; public cases only unless `hidden`.
 
-    Snapshots keep only the entries that the shipped question files use.
+    Snapshots keep only the entries that the shipped question files use; the table of known
+    mistakes' outcomes on the public cases goes along.
     """
     files: dict[str, bytes] = {}
     for q in assignment.questions:
@@ -307,6 +308,10 @@ def question_files(assignment: Assignment, *, hidden: bool) -> dict[str, bytes]:
             if data:
                 files[f"snapshots/{snap.name}"] = (
                     json.dumps(data, indent=1, sort_keys=True) + "\n").encode()
+    # Known mistakes' outcomes on the public inputs (no code, no hidden case), so that every
+    # bundle's check names mistakes as the grade does (autograder.diagnose.table).
+    if assignment.mistake_table.is_file():
+        files[f"snapshots/{assignment.mistake_table.name}"] = assignment.mistake_table.read_bytes()
     return files
 
 

@@ -86,6 +86,9 @@ def cmd_lint(args) -> int:
     if _lint_failed(root, reference=not args.no_reference):
         return 1
     print(f"{shown_path(root)}: no authoring problems found")
+    from ..authoring.forbidden_coverage import coverage
+
+    print("\n".join(["forbidden routines, and where grading refuses them:", *coverage(root)]))
     return 0
 
 
@@ -362,6 +365,11 @@ def cmd_snapshot(args) -> int:
         return 1
     for w in write_snapshots(assignment, recorded):
         print(f"{'wrote' if w.changed else 'unchanged'} {shown_path(w.path)} ({w.cases} cases)")
+    from ..authoring.mistake_table import table_line, write_table
+
+    line = table_line(assignment, *write_table(assignment))
+    if line:
+        print(line)
     return 0
 
 
@@ -427,14 +435,22 @@ def cmd_diagnose_eval(args) -> int:
     from ..diagnose.realworld import evaluate_realworld
     tracks = {assignment.name: assignment}
 
+    graded: dict = {}
+
     def grade_on(track: str, path: Path):
         if track not in tracks:
             tracks[track] = load_assignment(track)
-        return grade_submission(tracks[track], path, sandbox)
+        if (track, path) not in graded:
+            graded[(track, path)] = grade_submission(tracks[track], path, sandbox)
+        return graded[(track, path)]
 
     try:
         result = evaluate(corpus, lambda f: grade_submission(assignment, f, sandbox))
         realworld = evaluate_realworld(corpus, grade_on)
+        from ..diagnose.bundle_check import compare_tracks
+        # The same real-world files, checked from the student bundle alone (public cases).
+        bundle = compare_tracks([(t, p) for t, p in graded
+                                 if p.parent.name == "realworld"], grade_on)
     finally:
         sandbox.close()
     print(f"diagnosis of known mistakes, {assignment.name}, corpus {args.corpus}")
@@ -446,7 +462,11 @@ def cmd_diagnose_eval(args) -> int:
     for figures in realworld.values():     # every track, whichever assignment was asked for
         print()
         print(figures.report(verbose=args.verbose))
-    return 0 if result.meets() and all(f.meets() for f in realworld.values()) else 1
+    for figures in bundle.values():
+        print()
+        print(figures.report(verbose=args.verbose))
+    return 0 if result.meets() and all(f.meets() for f in realworld.values()) \
+        and all(f.meets() for f in bundle.values()) else 1
 
 
 def cmd_benchmark(args) -> int:

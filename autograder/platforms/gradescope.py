@@ -26,6 +26,7 @@ import tempfile
 from pathlib import Path
 
 from ..assignment import Assignment, load_assignment
+from ..course.needs_instructor import NEEDS_INSTRUCTOR
 from .outputs import replace_file
 from ..project import PROJECT_ROOT
 from ..intake.student_files import Pick, pick_file
@@ -231,7 +232,9 @@ def _grade(root: Path, results_dir: Path, assignment: Assignment, visibility: st
                 "Grading took too long and was stopped; tell your instructor.", assignment))
         if proc.returncode == -signal.SIGKILL:
             return _write(results_dir, failure_results(KILLED_MESSAGE, assignment))
-        if proc.returncode != 0 or not grade_json.is_file():
+        # 0: graded; NEEDS_INSTRUCTOR: graded, and the row is flagged for the instructor (its
+        # grade and flag are in the JSON). Anything else graded nothing.
+        if proc.returncode not in (0, NEEDS_INSTRUCTOR) or not grade_json.is_file():
             return _write(results_dir, failure_results(
                 "The autograder failed before it could grade this submission; tell your "
                 "instructor.", assignment))

@@ -205,3 +205,15 @@ def test_a_malformed_hidden_cases_table_is_no_table(assignment, table):
 
     edited = dataclasses.replace(assignment, config={**assignment.config, "hidden_cases": table})
     assert left_out(edited) is None
+
+
+def test_summary_names_the_likely_mistake(repo, tmp_path):
+    """The step summary names the mistake a wrong submission makes, as `check` does, from the
+    student bundle's table (no reference, no catalogue in the repository)."""
+    r, _, summary = run_grade_step(repo, tmp_path,
+                                   SUBMISSIONS / "wrong" / "attention_divides_by_dk.py")
+    assert r.returncode == 1, r.stderr
+    row = next(line for line in summary.splitlines() if line.startswith("| attention "))
+    assert "likely mistake: scores divided by d" in row, row
+    assert not any("likely mistake" in line for line in summary.splitlines()
+                   if line.startswith("| softmax "))

@@ -414,3 +414,14 @@ def test_replace_file_never_follows(tmp_path, before):
     assert sorted(p.name for p in folder.iterdir()) == ["result.json"]
     with pytest.raises(ValueError):
         replace_file(folder, "../x", b"")
+
+
+def test_release_text_and_rows_name_the_likely_mistake(graded_once):
+    """A wrong submission's Release text and its result.json row name the mistake, from the
+    public folder alone (no reference, no catalogue: Classroom 50 serves it publicly)."""
+    doc, body, _ = graded_once(SUBMISSIONS / "wrong" / "attention_divides_by_dk.py")
+    rows = {t["test-name"].split(" ", 1)[0]: t for t in doc["tests"]}
+    assert "likely mistake: scores divided by d_k instead of sqrt(d_k)" in \
+        rows["attention"]["output"]
+    assert "likely mistake: scores divided by d" in body
+    assert "likely mistake" not in rows["softmax"].get("output", "")

@@ -1,0 +1,31 @@
+"""On Gradescope a submission flagged for the instructor's review keeps its grade: `grade`
+exits with status 4 for such a row (every row graded, one needs the instructor), which the
+Gradescope wrapper reads as graded, not as a grader that failed."""
+import json
+import shutil
+
+from helpers import SUBMISSIONS
+
+from autograder.platforms import gradescope
+
+UNREACHED = """
+def softmax(x, dim=-1):
+    if x.dim() > 16:                # never true for the grader's inputs
+        return F.softmax(x, dim=dim)
+    return _softmax(x, dim)
+"""
+
+
+def test_a_row_flagged_for_review_keeps_its_grade(tmp_path):
+    src = (SUBMISSIONS / "hostile" / "honest.py").read_text().replace(
+        "def softmax(x, dim=-1):\n    return _softmax(x, dim)\n",
+        "import torch.nn.functional as F\n" + UNREACHED)
+    assert "x.dim() > 16" in src
+    root = tmp_path / "autograder"
+    (root / "submission").mkdir(parents=True)
+    (root / "submission" / "attention.py").write_text(src)
+    results = gradescope.run(root, "attention")
+    assert results["score"] == 35, results["output"][:500]
+    assert "flagged for review" in results["output"]
+    assert "failed before it could grade" not in results["output"]
+    assert json.loads((root / "results" / "results.json").read_text()) == results
