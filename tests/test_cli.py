@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers import (MAX_SCORE, QUESTIONS, ROOT, SUBMISSIONS, WRITTEN, cli_in_process,
-                     copy_assignment, run_cli)
+from helpers import (AUTOGRADED_MAX, MAX_SCORE, QUESTIONS, ROOT, SUBMISSIONS, WRITTEN,
+                     cli_in_process, copy_assignment, run_cli)
 
 
 def test_student_check_of_the_template(tmp_path):
@@ -60,7 +60,7 @@ def test_grade_json_contract(tmp_path):
             assert (s["questions"][qid]["score"], s["questions"][qid]["status"]) == \
                 (0, "not attempted")
     first = data["submissions"][0]
-    assert first["score"] == 35 and first["max_score"] == MAX_SCORE
+    assert first["score"] == AUTOGRADED_MAX and first["max_score"] == MAX_SCORE
     assert "sandbox:" in r.stdout
 
 

@@ -11,8 +11,9 @@ import time
 
 import pytest
 
-from helpers import (GRADED, MAX_SCORE, QUESTIONS, SUBMISSIONS, autograded, own_processes,
-                     points_before, points_without, require_level, run_cli, settled)
+from helpers import (AUTOGRADED_MAX, GRADED, MAX_SCORE, QUESTIONS, SUBMISSIONS, autograded,
+                     max_points, own_processes, points_before, points_without, require_level,
+                     run_cli, settled)
 
 HOSTILE = SUBMISSIONS / "hostile"
 SECRET = "s3cr3t-grader-token-4711"
@@ -77,8 +78,9 @@ EXPECTED = {
 # proof) are flagged and, by default, get no points (status "integrity") on every question: the
 # store runs at import. Their rows keep what the checks gave without the penalty.
 PROVEN = {
-    "patch_engine_hides_forbidden_call.py": (29, 35),           # the engine via sys.modules
-    "forge_missing_gradients.py": (29,),
+    "patch_engine_hides_forbidden_call.py": (AUTOGRADED_MAX - max_points("softmax"),
+                                             AUTOGRADED_MAX),   # the engine via sys.modules
+    "forge_missing_gradients.py": (AUTOGRADED_MAX - max_points("softmax"),),
     # They patch the worker through sys.modules, and their reply is noted as malformed too.
     **{f"forged_reply_{kind}.py": (0,)
 
@@ -189,7 +191,7 @@ STATUS.update({(name, q): "integrity" for name, want in ESCAPE_COSTS.items()
 PROVEN["escape_import_module_engine.py"] = (0,)
 # The forged replies no longer find the worker's channel to patch (the engine is out of
 # sys.modules): their run alone would give full marks; the proven store costs them everything.
-PROVEN.update({f"forged_reply_{kind}.py": (35,) for kind in (
+PROVEN.update({f"forged_reply_{kind}.py": (AUTOGRADED_MAX,) for kind in (
     "bad_floats", "malformed_types", "non_string_params", "shared_buffer",
     "trusted_side_exception")})
 STATUS.update({(name, q): "integrity" for name in PROVEN for q in QUESTIONS})
@@ -385,7 +387,7 @@ def test_honest_submissions_keep_their_exact_scores(batch):
     data = json.loads(batch["out"].read_text())
     for s in data["submissions"]:
         if os.path.basename(s["path"]).startswith("zz_honest_"):
-            assert s["score"] == 35 and s["max_score"] == MAX_SCORE, s
+            assert s["score"] == AUTOGRADED_MAX and s["max_score"] == MAX_SCORE, s
 
 
 @pytest.mark.slow

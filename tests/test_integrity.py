@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from helpers import QUESTIONS, SUBMISSIONS, max_points
+from helpers import AUTOGRADED_MAX, QUESTIONS, SUBMISSIONS, max_points
 
 from autograder.assignment import AssignmentError
 from autograder.feedback import submission_text
@@ -137,12 +137,13 @@ def test_a_shortcut_seen_but_never_run_keeps_its_points_and_is_flagged(grade, as
     assert [(f["kind"], f["rule"], f["question"]) for f in row["integrity"]] == [
         ("review", "library", "softmax")]
     assert row["integrity_review"] == {"on_tamper": "zero", "evidence": "review",
-                                       "questions": [], "score_without_penalty": 35.0}
+                                       "questions": [],
+                                       "score_without_penalty": float(AUTOGRADED_MAX)}
     result.student = "sam"
     assert submission_text(result).splitlines()[0].endswith("[FLAG: flagged for review]")
     files = write_reports(tmp_path / "out", assignment, [result])
     rows = list(csv.DictReader(files["csv"].open()))
-    assert rows[0]["status"] == "review" and rows[0]["total"] == "35"
+    assert rows[0]["status"] == "review" and rows[0]["total"] == str(AUTOGRADED_MAX)
 
 
 # ------------------------------------------------------------------ which questions it costs
@@ -163,7 +164,7 @@ def test_tampering_inside_one_function_costs_the_questions_from_its_first_call(g
     # run time it changes nothing): without the penalty the row would have had full marks.
     assert result.to_json()["integrity_review"] == {
         "on_tamper": "zero", "evidence": "hard", "questions": ["block"],
-        "score_without_penalty": 35.0}
+        "score_without_penalty": float(AUTOGRADED_MAX)}
 
 
 # ------------------------------------------------------------------ what the instructor sees
@@ -181,7 +182,7 @@ def test_the_flag_reaches_the_terminal_the_feedback_files_and_the_report(grade, 
     assert "integrity" not in (tmp_path / "feedback" / "alice.md").read_text()
     rows = {r["student"]: r for r in csv.DictReader(files["csv"].open())}
     assert rows["mallory"]["status"] == "integrity" and rows["mallory"]["total"] == "0"
-    assert rows["alice"]["status"] == "graded" and rows["alice"]["total"] == "35"
+    assert rows["alice"]["status"] == "graded" and rows["alice"]["total"] == str(AUTOGRADED_MAX)
     assert INTEGRITY_MESSAGE in files["html"].read_text()
     data = json.loads(files["json"].read_text())
     flagged = [s for s in data["submissions"] if s.get("integrity")]

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from markdown_it import MarkdownIt
 
-from helpers import MAX_SCORE, WRITTEN_POINTS
+from helpers import AUTOGRADED_MAX, MAX_SCORE, WRITTEN_POINTS
 from hostile_names import MARKDOWN_FORGER as FORGER
 from hostile_names import MARKDOWN_NAME as NAME
 from hostile_names import MARKDOWN_RAISE as RAISE
@@ -77,7 +77,8 @@ def test_messages_and_quoted_code_add_nothing(feedback: Path):
 def test_a_name_is_shown_as_written(feedback: Path):
     text = (feedback / f"{safe_name(NAME)}.md").read_text()
     assert text.splitlines()[0] == f"# {TITLE}: feedback for {NAME_IN_FILE}"
-    assert f"**Total: 35 / {MAX_SCORE}**" in text.splitlines()   # the honest student's own total
+    # The honest student's own total.
+    assert f"**Total: {AUTOGRADED_MAX} / {MAX_SCORE}**" in text.splitlines()
     tokens = _rendered(text)
     kinds = [t.type for t in tokens]
     assert "html_inline" not in kinds and "link_open" not in kinds
@@ -86,4 +87,5 @@ def test_a_name_is_shown_as_written(feedback: Path):
     assert f"<h1>{TITLE}: feedback for {NAME_IN_HTML}</h1>" in html
     assert "<a " not in html and "<b " not in html
     honest = (feedback / "honest.md").read_text()
-    assert f"**Total: 35 / {MAX_SCORE}**" in honest.splitlines() and "❌" not in honest
+    assert f"**Total: {AUTOGRADED_MAX} / {MAX_SCORE}**" in honest.splitlines()
+    assert "❌" not in honest

@@ -104,8 +104,7 @@ class Session:
 
 
 BY_CHANCE = ("as your other cases show: the output is right here only because these inputs hide "
-             "the mistake (large scores saturate a softmax, for one), and the gradient still "
-             "shows it")
+             "the mistake (very large scores saturate, for one), and the gradient still shows it")
 
 
 def _output_right(record: CheckRecord) -> bool:

@@ -12,8 +12,8 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from helpers import (MAX_SCORE, QUESTIONS, ROOT, SUBMISSIONS, id_list, load_json, read_header,
-                     run_cli)
+from helpers import (AUTOGRADED_MAX, MAX_SCORE, QUESTIONS, ROOT, SUBMISSIONS, id_list, load_json,
+                     read_header, run_cli)
 
 from autograder.build import build_student
 from autograder.authoring.notebook import build_notebook, functions_of, notebook_path, notebook_text
@@ -261,11 +261,12 @@ def test_unknown_python_kernel_name_is_graded_with_a_note(grade, assignment, tmp
                       kernel={"name": "my-course-env", "display_name": "Course", "language":
                               "python"})
     result = grade(nb)
-    assert result.score == 35 and result.max_score == MAX_SCORE   # the written: unanswered
+    # The written questions: unanswered.
+    assert result.score == AUTOGRADED_MAX and result.max_score == MAX_SCORE
     nb2 = _as_notebook(assignment, SOLUTION.read_text(), tmp_path / "custom2.ipynb",
                        kernel={"name": "my-course-env", "display_name": "Course"})
     result = grade(nb2)
-    assert result.score == 35
+    assert result.score == AUTOGRADED_MAX
     assert any("'my-course-env'" in n and "graded as Python" in n for n in result.notes)
 
 

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers import MAX_SCORE, QUESTIONS, SUBMISSIONS, WRITTEN, autograded, cli_in_process
+from helpers import (AUTOGRADED_MAX, MAX_SCORE, QUESTIONS, SUBMISSIONS, WRITTEN, autograded,
+                     cli_in_process)
 
 HOSTILE = SUBMISSIONS / "hostile"
 FORGED = sorted(p.name for p in HOSTILE.glob("forged_reply_*.py"))
@@ -105,7 +106,8 @@ def test_a_forged_reply_ends_only_its_submission_flagged_for_review(batch, name)
 def test_honest_submissions_in_the_same_batch_keep_full_marks(batch):
     rows = rows_by_file(json.loads((batch["out"] / "grades.json").read_text()))
     for name in HONEST:
-        assert rows[name]["score"] == 35 and rows[name]["max_score"] == MAX_SCORE, rows[name]
+        assert rows[name]["score"] == AUTOGRADED_MAX, rows[name]
+        assert rows[name]["max_score"] == MAX_SCORE, rows[name]
         assert rows[name]["error"] is None and not rows[name].get("notes")
 
 
@@ -154,7 +156,7 @@ def test_a_fault_of_the_grader_becomes_that_submissions_row(assignment, small_cl
     rows, _ = grade_in_process(assignment, small_class, out)
     assert sorted(rows) == ["a_first.py", "b_explodes.py", "c_after.py", "d_forged.py"]
     for name in ("a_first.py", "c_after.py"):
-        assert rows[name].score == 35 and rows[name].error is None
+        assert rows[name].score == AUTOGRADED_MAX and rows[name].error is None
     broken = rows["b_explodes.py"]
     assert broken.score == 0 and list(broken.questions) == QUESTIONS
     assert {c.status for q in broken.questions.values() for c in q.cases} == {"internal_error"}
@@ -175,7 +177,7 @@ def test_a_fault_of_the_grader_becomes_that_submissions_row(assignment, small_cl
     # An internal error is not cached: once the grader is fixed, the next run grades it.
     monkeypatch.setattr(grade_module, "grade_functions", real)
     rows, graded = grade_in_process(assignment, small_class, out)
-    assert rows["b_explodes.py"].score == 35
+    assert rows["b_explodes.py"].score == AUTOGRADED_MAX
     cached = {Path(g.result.path).name: g.cached for g in graded}
     assert cached == {"a_first.py": True, "b_explodes.py": False, "c_after.py": True,
                       "d_forged.py": True}
@@ -197,7 +199,7 @@ def test_a_fault_outside_the_grading_of_one_submission_is_still_its_row(
     monkeypatch.setattr(grade_module, "grade_submission", faulty)
     rows, _ = grade_in_process(assignment, small_class, tmp_path / "out")
     assert sorted(rows) == ["a_first.py", "b_explodes.py", "c_after.py", "d_forged.py"]
-    assert rows["a_first.py"].score == rows["c_after.py"].score == 35
+    assert rows["a_first.py"].score == rows["c_after.py"].score == AUTOGRADED_MAX
     assert rows["b_explodes.py"].error.startswith("the grader failed on this submission "
                                                   "(KeyError")
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import QUESTIONS, ROOT, SUBMISSIONS, cli_in_process, settled
+from helpers import AUTOGRADED_MAX, QUESTIONS, ROOT, SUBMISSIONS, cli_in_process, settled
 
 
 def make_class(root: Path) -> dict[str, str]:
@@ -56,8 +56,8 @@ def test_every_student_gets_exactly_one_row(graded_class):
     students = sorted(s["student"] for s in data["submissions"])
     assert len(students) == 9 and len(set(students)) == 9
     rows = {s["student"]: s for s in data["submissions"]}
-    assert rows["alice"]["score"] == 35
-    assert rows["dup-one"]["score"] == rows["dup-two"]["score"] < 35
+    assert rows["alice"]["score"] == AUTOGRADED_MAX
+    assert rows["dup-one"]["score"] == rows["dup-two"]["score"] < AUTOGRADED_MAX
     # An empty folder: nothing was handed in ("missing"), not an error of the student's.
     assert rows["empty"]["score"] == 0 and "folder is empty" in rows["empty"]["error"]
     assert {q["status"] for q in rows["empty"]["questions"].values()} == {"missing"}
@@ -66,7 +66,7 @@ def test_every_student_gets_exactly_one_row(graded_class):
     assert rows["both"]["path"].endswith("attention.py")
     assert any("attention.ipynb" in n for n in rows["both"]["notes"])
     odd = next(s for s in students if s.startswith("j"))
-    assert rows[odd]["score"] == 35
+    assert rows[odd]["score"] == AUTOGRADED_MAX
     csv_lines = (graded_class["out"] / "grades.csv").read_text(encoding="utf-8").splitlines()
     assert csv_lines[0].split(",")[:8] == ["student", "file", *QUESTIONS]
     assert len(csv_lines) == 10
@@ -176,7 +176,7 @@ def test_gradescope_export_layout(tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     rows = {s["student"]: s for s in json.loads((out / "grades.json").read_text())["submissions"]}
     assert sorted(rows) == ["Ada Lovelace", "Alan Turing & Grace Hopper", "Empty Upload"]
-    assert rows["Ada Lovelace"]["score"] == 35
+    assert rows["Ada Lovelace"]["score"] == AUTOGRADED_MAX
     assert rows["Alan Turing & Grace Hopper"]["questions"]["block"]["status"] != "passed"
     assert rows["Empty Upload"]["score"] == 0 and rows["Empty Upload"]["error"]
 

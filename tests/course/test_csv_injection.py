@@ -5,7 +5,7 @@ import csv
 import io
 import json
 
-from helpers import MAX_SCORE, QUESTIONS, WRITTEN
+from helpers import AUTOGRADED_MAX, MAX_SCORE, QUESTIONS, WRITTEN
 from hostile_names import CSV_NAMES
 
 from autograder.safetext import csv_cell
@@ -32,7 +32,8 @@ def test_formula_names_are_neutralised_in_grades_csv(hostile_names):
         path = str(export / sub / "attention.py")
         shown = name if sub == "submission_7" else "'" + name
         assert by_file[path] == [shown, path, *[FULL[q] for q in QUESTIONS],
-                                 *["0" for _ in WRITTEN], "35", f"{MAX_SCORE}", "graded", ""]
+                                 *["0" for _ in WRITTEN], str(AUTOGRADED_MAX), f"{MAX_SCORE}",
+                                 "graded", ""]
     # No cell of any row (other students' names, error messages) can start a formula.
     for row in rows[1:]:
         assert not any(cell.startswith(FORMULA_STARTS) for cell in row), row
@@ -40,7 +41,7 @@ def test_formula_names_are_neutralised_in_grades_csv(hostile_names):
     data = json.loads((out / "grades.json").read_text())
     rows_json = {s["student"]: s for s in data["submissions"]}
     assert set(names.values()) <= set(rows_json)
-    assert all(rows_json[name]["score"] == 35 for name in names.values())
+    assert all(rows_json[name]["score"] == AUTOGRADED_MAX for name in names.values())
 
 
 def test_numbers_stay_numbers_and_text_is_neutralised():

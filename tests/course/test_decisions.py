@@ -7,11 +7,10 @@ override is graded once; a second run on the same folder checks that the overrid
 applies to results read back from the cache."""
 import csv
 import json
-import re
 
 import pytest
 
-from helpers import SUBMISSIONS, cli_in_process, make_repo
+from helpers import AUTOGRADED_MAX, SUBMISSIONS, cli_in_process, make_repo, max_points
 
 from autograder.course.classlist import Student
 from autograder.course.roster import AMBIGUOUS, Member, join
@@ -21,6 +20,8 @@ WRONG = SUBMISSIONS / "wrong" / "softmax_no_max_subtraction.py"
 DUE = "2026-12-01T23:59:00+01:00"
 BOB_DUE = "2026-12-03T23:59:00+01:00"
 # The instructor's text reaches a CSV cell, Markdown, HTML and the terminal.
+# The softmax question's points (every run here grades that question only).
+FULL = f"{max_points('softmax'):g}"
 REASON = "=cmd|' /C calc'!A0 <b>regrade</b> *after* review \x1b[31m"
 
 
@@ -70,8 +71,8 @@ def test_an_extension_moves_that_students_due_time(term):
     """Bob's only commit is a day late for the class, on time for his extension: graded in
     full, no day late, and every output says an extension applied."""
     bob = term["rows"]["2"]
-    assert bob["status"] == "graded" and bob["total"] == "6" and bob["days_late"] == "0"
-    assert bob["adjusted_total"] == "6" and bob["extension"] == "yes"
+    assert bob["status"] == "graded" and bob["total"] == FULL and bob["days_late"] == "0"
+    assert bob["adjusted_total"] == FULL and bob["extension"] == "yes"
     assert bob["due"] == BOB_DUE and term["rows"]["1"]["due"] == DUE
     assert term["rows"]["1"]["extension"] == ""
     assert term["json"]["2"]["extension"] == "yes" and term["json"]["2"]["due"] == BOB_DUE
@@ -87,18 +88,18 @@ def test_an_extension_moves_that_students_due_time(term):
 def test_an_override_sets_the_points_and_keeps_the_graders(term):
     ann = term["json"]["1"]
     q = ann["questions"]["softmax"]
-    assert q["score"] == 4 and q["computed_score"] == 6 and ann["score"] == 4
+    assert q["score"] == 4 and q["computed_score"] == float(FULL) and ann["score"] == 4
     assert q["override"] == {"points": 4.0, "reason": REASON.replace("\x1b", "\\x1b")}
     assert q["status"] == "passed"                   # what the grader saw
     assert term["rows"]["1"]["softmax"] == "4" and term["rows"]["1"]["total"] == "4"
-    assert term["rows"]["1"]["overrides"].startswith("softmax: 4 (grader 6; =cmd")
+    assert term["rows"]["1"]["overrides"].startswith(f"softmax: 4 (grader {FULL}; =cmd")
     lms = list(csv.reader((term["out"] / "gradebook.csv").open(encoding="utf-8")))
     assert ["Ann A", "1", "", "", "4"] in lms
 
 
 def test_the_reason_reaches_the_student_escaped(term):
     md, html = term["feedback"]["ann.md"], term["feedback"]["ann.html"]
-    assert "Points set by your instructor to 4 (the grader gave 6)" in md
+    assert f"Points set by your instructor to 4 (the grader gave {FULL})" in md
     assert r"&lt;b&gt;regrade&lt;/b&gt; \*after\* review" in md and "<b>regrade" not in md
     assert "\x1b" not in md and "\x1b" not in html
     assert "&lt;b&gt;regrade&lt;/b&gt;" in html and "<b>regrade" not in html
@@ -110,7 +111,7 @@ def test_the_reason_reaches_the_student_escaped(term):
 def test_the_terminal_and_the_report_show_the_override(term):
     out = term["first"].stdout
     row = next(line for line in out.splitlines() if line.startswith("hw1-ann"))
-    assert "4/6*" in row and "*: points set by --overrides" in out
+    assert f"4/{FULL}*" in row and "*: points set by --overrides" in out
     assert "Points set by your instructor to 4" in out and "\x1b" not in out
     assert r"\x1b[31m" in out                          # shown as an escape, not obeyed
     assert "1 override(s) applied" in out and "Ann A softmax = 4" in out
@@ -124,7 +125,7 @@ def test_reruns_keep_applying_it(term):
     again = term["again"]
     assert "unchanged since the last run (cached)" in again.stdout
     row = next(line for line in again.stdout.splitlines() if line.startswith("hw1-ann"))
-    assert "4/6*" in row
+    assert f"4/{FULL}*" in row
 
 
 # ------------------------------------------------------------------ one name per student
@@ -140,10 +141,10 @@ def test_the_roster_names_every_row(term):
 
 def test_a_one_question_run_reports_that_questions_points(term):
     """Dee's row (nothing to grade) lists only the question graded: the report's totals are
-    out of 6, not of the whole assignment's 35."""
+    out of the softmax question's points, not of the whole assignment's."""
     report = term["report"]
-    assert re.search(r"of 6\.0</div>", report) and "of 35" not in report
-    assert term["rows"]["4"]["max_score"] == "6"
+    assert f"of {FULL}.0</div>" in report and f"of {AUTOGRADED_MAX}" not in report
+    assert term["rows"]["4"]["max_score"] == FULL
 
 
 def test_a_class_run_without_a_roster_writes_a_gradebook(tmp_path):
@@ -155,7 +156,7 @@ def test_a_class_run_without_a_roster_writes_a_gradebook(tmp_path):
     assert r.returncode == 0, r.stderr[-3000:]
     rows = list(csv.reader((tmp_path / "out" / "gradebook.csv").open(encoding="utf-8")))
     assert rows[0][:4] == ["Student", "SIS User ID", "SIS Login ID", "Section"]
-    assert sorted(rows[1:]) == [["ann", "ann", "", "", "6"], ["bob", "bob", "", "", "5"]]
+    assert sorted(rows[1:]) == [["ann", "ann", "", "", FULL], ["bob", "bob", "", "", "5"]]
 
 
 def test_a_folder_name_that_reads_as_two_roster_students_is_ambiguous(tmp_path):
@@ -185,7 +186,7 @@ def test_a_wrong_row_refuses_the_run_naming_the_row(term, tmp_path):
                    "ann,softmax,5,ok\n"
                    "zed,softmax,1,unknown student\n"
                    "ann,softmx,1,unknown question\n"
-                   "cy,softmax,7,out of range\n"
+                   f"cy,softmax,{float(FULL) + 1:g},out of range\n"
                    "cy,softmax,NaN,not a number\n"
                    "bob,softmax,1,\n"
                    "ann,softmax,2,twice\n")
@@ -193,7 +194,7 @@ def test_a_wrong_row_refuses_the_run_naming_the_row(term, tmp_path):
     r = _grade(term["cls"], out, "--roster", str(term["roster"]), "--overrides", str(bad))
     assert r.returncode == 2
     for text in ("row 3: no student 'zed'", "row 4: no question 'softmx'",
-                 "row 5: 7 points is outside 0 to 6", "row 6: points 'NaN' is not a number",
+                 f"row 5: {float(FULL) + 1:g} points is outside 0 to {FULL}", "row 6: points 'NaN' is not a number",
                  "row 7: no reason given", "row 8: 'ann' already has an override of softmax"):
         assert text in r.stderr, (text, r.stderr)
     assert not out.exists()                             # nothing was graded

@@ -6,6 +6,7 @@ from html.parser import HTMLParser
 
 import pytest
 
+from helpers import AUTOGRADED_MAX
 from hostile_names import HTML_NAMES as NAMES
 
 
@@ -49,8 +50,8 @@ def test_names_and_messages_are_shown_escaped(report):
     assert "<script>" in error                                # the JSON keeps the text
     assert error.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;") \
         .replace('"', "&#34;").replace("'", "&#39;") in problems
-    assert rows["Honest Student"]["score"] == 35
-    assert rows['"><img src=x onerror=alert(2)>']["score"] == 35
+    assert rows["Honest Student"]["score"] == AUTOGRADED_MAX
+    assert rows['"><img src=x onerror=alert(2)>']["score"] == AUTOGRADED_MAX
 
 
 def test_the_pages_environment_escapes_everything():

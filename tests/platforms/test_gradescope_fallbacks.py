@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from helpers import QUESTIONS, SUBMISSIONS
+from helpers import AUTOGRADED_MAX, QUESTIONS, SUBMISSIONS
 
 NAME = "attention"
 CORRECT = SUBMISSIONS / "correct" / "reference_style.py"
-MAX_SCORE = 35.0
+MAX_SCORE = float(AUTOGRADED_MAX)
 
 
 @pytest.fixture(scope="module")

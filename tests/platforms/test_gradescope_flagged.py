@@ -4,7 +4,7 @@ Gradescope wrapper reads as graded, not as a grader that failed."""
 import json
 import shutil
 
-from helpers import SUBMISSIONS
+from helpers import AUTOGRADED_MAX, SUBMISSIONS
 
 from autograder.platforms import gradescope
 
@@ -25,7 +25,7 @@ def test_a_row_flagged_for_review_keeps_its_grade(tmp_path):
     (root / "submission").mkdir(parents=True)
     (root / "submission" / "attention.py").write_text(src)
     results = gradescope.run(root, "attention")
-    assert results["score"] == 35, results["output"][:500]
+    assert results["score"] == AUTOGRADED_MAX, results["output"][:500]
     assert "flagged for review" in results["output"]
     assert "failed before it could grade" not in results["output"]
     assert json.loads((root / "results" / "results.json").read_text()) == results

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from helpers import SUBMISSIONS
+from helpers import AUTOGRADED_MAX, SUBMISSIONS
 
 from autograder.platforms.gradescope_memory import MemoryCgroup, measure_run
 
@@ -34,7 +34,7 @@ def test_cgroup_is_made_and_removed():
 def test_one_run_is_measured_in_its_cgroup(zip_path):
     m = measure_run(zip_path, SUBMISSIONS / "correct" / "reference_style.py",
                     python=sys.executable, student_file="attention.py")
-    assert m.results is not None and m.results["score"] == 35.0
+    assert m.results is not None and m.results["score"] == AUTOGRADED_MAX
     assert m.cgroup_peak is not None, m.why_no_cgroup
     # torch is ~140 MiB of anonymous memory per process that imports it: the grading process
     # and the fork server share one copy (two copies made it ~320 MiB)

@@ -283,6 +283,7 @@ def test_an_engine_patch_padded_past_the_node_budget_is_never_a_plain_pass(grade
 
 def test_the_dos_file_is_graded_in_full_with_no_flag(grade):
     result = grade(DOS)
-    assert result.score == 35 and result.max_score == MAX_SCORE
+    assert result.score == AUTOGRADED_MAX and result.max_score == MAX_SCORE
     assert not result.integrity and "integrity" not in result.to_json()
-    assert summary_table([result], API).splitlines()[-1].rstrip().endswith(f"35/{MAX_SCORE}")
+    last = summary_table([result], API).splitlines()[-1].rstrip()
+    assert last.endswith(f"{AUTOGRADED_MAX}/{MAX_SCORE}")

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from helpers import SUBMISSIONS, cli_in_process
+from helpers import SUBMISSIONS, cli_in_process, max_points
+
+SOFTMAX = max_points("softmax")     # the points of the one question these runs grade
 
 CORRECT = (SUBMISSIONS / "correct" / "einsum_style.py").read_text()
 SCALE = "Dot products grow with d_k, so the softmax saturates and its gradients vanish."
@@ -67,8 +69,8 @@ def test_answers_are_kept_in_grades_json_with_the_score_pending(run):
     assert dan["softmax"]["score"] == 0 and dan["why_positions"]["status"] == "pending"
     assert dan["why_scale"] == {**dan["why_scale"], "status": "not attempted", "score": 0}
     # Autograded points are unchanged; written points are in the maximum, pending.
-    assert rows["ann"]["score"] == rows["ann"]["questions"]["softmax"]["score"] == 6
-    assert rows["ann"]["max_score"] == 6 + 3 + 2 and rows["ann"]["written_pending"] == 1
+    assert rows["ann"]["score"] == rows["ann"]["questions"]["softmax"]["score"] == SOFTMAX
+    assert rows["ann"]["max_score"] == SOFTMAX + 3 + 2 and rows["ann"]["written_pending"] == 1
     assert "5 written answers of 4 students wait for a grader" in run["first"]["stdout"]
     assert run["first"]["csv"]["ann"]["why_scale"] == ""   # pending: no number yet
 
@@ -97,7 +99,7 @@ def test_a_csv_import_reaches_grades_json_the_feedback_and_the_gradebook(run, tm
     ann = data["ann"]["questions"]["why_scale"]
     assert (ann["score"], ann["status"], ann["grader"], ann["rubric"]) == \
         (2, "graded", "tess", ["grow", "saturate"])
-    assert data["ann"]["score"] == 6 + 2
+    assert data["ann"]["score"] == SOFTMAX + 2
     md = (out / "feedback" / "ann.md").read_text()
     assert "## why_scale (written): 2/3 (graded by hand)" in md
     assert "Say what it does to learning." in md and "(+1)" in md
@@ -120,7 +122,7 @@ def test_grading_again_keeps_the_hand_grades_and_regrades_a_changed_answer(run):
     assert q["status"] == "regrade" and q["score"] is None
     assert "changed since they were graded" in changed["stdout"]
     assert changed["json"]["ann"]["questions"]["why_scale"]["score"] == 2   # untouched
-    assert _gradebook(run["out"])["Bob"] == "6"      # the old grade no longer counts
+    assert _gradebook(run["out"])["Bob"] == f"{SOFTMAX:g}"      # the old grade no longer counts
 
 
 def test_a_bad_import_changes_nothing_and_names_each_row(run, tmp_path):
