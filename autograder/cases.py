@@ -154,7 +154,17 @@ class Question:
             exp = _reference_outcome(self.assignment, fn_name, args, kwargs, seed, grad)
         if student is None and _ctx()["record"] is not None:
             return
-        got = self._student_outcome(fn_name, student, args, kwargs, exp["upstream"], grad)
+        try:
+            got = self._student_outcome(fn_name, student, args, kwargs, exp["upstream"], grad)
+        except checks.CallStopped as e:
+            if e.routines:      # the refusal's evidence, as a check in this process lists it
+                e.record = diagnose.CheckRecord(
+                    self.assignment, self.name, fn_name, args, kwargs, exp,
+                    {"status": "error", "output": None, "grads": None, "grad_error": None,
+                     "mutated": [], "forbidden": list(e.routines), "called": [],
+                     "error": {"type": "forbidden", "message": str(e)}},
+                    seed, grad, large_inputs, tolerance)
+            raise
         # Kept for naming a known mistake later (autograder.diagnose), in this trusted process.
         record = diagnose.CheckRecord(self.assignment, self.name, fn_name, args, kwargs, exp, got,
                                       seed, grad, large_inputs, tolerance)
@@ -170,6 +180,13 @@ class Question:
             e.record = record
             # The wrong output's digest, for the similarity report's second signal only.
             e.output_digest = wrong_output_digest(got, e.problems)
+            if not diagnose.collecting() and _ctx()["record"] is None:
+                # Outside a grading run: otter's grader.check (a notebook) or otter's grading.
+                # Name the likely mistake as `autograder check` does.
+                from .platforms.notebook_hints import hint
+                line = hint(record, student)
+                if line:
+                    e.args = (f"{e.args[0] if e.args else ''}\n{line}",)
             raise
         diagnose.note_check(record, passed=True)
 

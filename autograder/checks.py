@@ -53,6 +53,16 @@ class CheckFailed(AssertionError):
         super().__init__(" ".join(p.public for p in problems[:2]))
 
 
+class CallStopped(Exception):
+    """A call of the student's function that gave no outcome: the grading process stopped it
+    (`runner.QuestionStopped`). A refused forbidden routine carries `routines`, and the check
+    that made the call attaches a `record` of it, so that diagnosis can still name the library
+    shortcut (`autograder.diagnose`)."""
+
+    routines: list[str] = []
+    record = None
+
+
 @dataclass
 class Labels:
     """How to name things in messages: the function and its arguments."""

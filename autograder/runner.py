@@ -1,65 +1,23 @@
 """Run an assignment's question files against one submission's functions.
 
 The functions are either the student's own (in-process, for `autograder check`) or stand-ins
-that forward to a sandboxed worker (`autograder grade`). Question files are otter
-exception-based test files, loaded with otter's own parser.
+that forward to a sandboxed worker (`autograder grade`). One question file's cases run in
+`questions.run_question`; this adds what a whole submission needs: the diagnosis session, the
+notes across questions, and the rows of submissions that could not run.
 """
 from __future__ import annotations
 
-import functools
 import time
-from typing import Any, Callable
-
+from typing import Callable
 
 from . import diagnose
 from .assignment import Assignment
-from .cases import SHAPE_ADVICE, GraderError
-from .checks import OVERFLOW_ADVICE, CheckFailed
+from .cases import SHAPE_ADVICE
+from .checks import OVERFLOW_ADVICE
+# The core loop, re-exported: most callers know these as the runner's.
+from .questions import QuestionStopped, load_question_file, run_question  # noqa: F401
 from .results import CaseResult, QuestionResult, SubmissionResult
 from .status import CaseStatus, QuestionStatus
-
-
-class QuestionStopped(Exception):
-    """The worker was stopped during a question (time or memory limit, or it died)."""
-
-    def __init__(self, status: str, message: str):
-        super().__init__(message)
-        self.status = CaseStatus(status)
-        self.message = message
-
-
-def _import_otter_test_files():
-    """Import otter's test-file module without the rest of otter.
-
-    `import otter` loads otter's whole API (notebook export, plugins: over a second), which a
-    student's `autograder check` would pay every time. Only `otter.test_files` is needed, so when
-    otter is not loaded yet, a bare package object stands in for `otter` while that subpackage
-    is imported, and is removed again: a later `import otter` (e.g. in a notebook) loads the real
-    package, which reuses the same `otter.test_files` module and classes.
-    """
-    import importlib
-    import importlib.util
-    import sys
-    import types
-
-    if "otter" not in sys.modules:
-        spec = importlib.util.find_spec("otter")
-        stub = types.ModuleType("otter")
-        stub.__path__ = list(spec.submodule_search_locations)
-        stub.__spec__, stub.__file__ = spec, spec.origin
-        sys.modules["otter"] = stub
-        try:
-            importlib.import_module("otter.test_files")
-        finally:
-            if sys.modules.get("otter") is stub:
-                del sys.modules["otter"]
-    return importlib.import_module("otter.test_files.exception_test").ExceptionTestFile
-
-
-@functools.lru_cache(maxsize=None)
-def load_question_file(path: str):
-    """An otter `ExceptionTestFile`, parsed by otter itself."""
-    return _import_otter_test_files().from_file(path)
 
 
 def forbidden_names(assignment: Assignment) -> list[str]:
@@ -93,51 +51,6 @@ def tripwire_names(assignment: Assignment) -> list[str]:
     from .sandbox.execute import is_tripwire_name
 
     return [n for n in forbidden_names(assignment) if is_tripwire_name(n)]
-
-
-def run_question(assignment: Assignment, qid: str, env: dict[str, Any], *,
-                 include_hidden: bool) -> QuestionResult:
-    test_file = load_question_file(str(assignment.question(qid).test_file))
-    cases: list[CaseResult] = []
-    called: list[str] = []
-    stopped: QuestionStopped | None = None
-    for tc in test_file.test_cases:
-        if tc.hidden and not include_hidden:
-            continue
-        doc = (tc.body.test_func.__doc__ or "").strip()
-        result = CaseResult(tc.name, float(tc.points or 0), bool(tc.hidden), CaseStatus.PASSED,
-                            description=doc)
-        if stopped is not None:
-            result.status, result.kind = stopped.status, stopped.status
-            result.message = "not run: " + stopped.message
-            cases.append(result)
-            continue
-        try:
-            tc.body.call_func(env)
-        except CheckFailed as e:
-            problem = e.problems[0]
-            result.status, result.kind = CaseStatus(e.status), problem.kind
-            result.message = problem.text(tc.hidden)
-            for name in getattr(e, "called", []):
-                if name not in called:
-                    called.append(name)
-            if tc.hidden:   # the similarity report's second signal (never shown)
-                result.output_digest = getattr(e, "output_digest", "")
-            if getattr(e, "record", None) is not None:
-                diagnose.note_check(e.record, passed=False, case=result)
-                # Where the error was raised, for the dependency notes (not serialised).
-                err = e.record.got.get("error") or {}
-                result.error_function = str(err.get("function") or "")
-        except QuestionStopped as e:
-            result.status, result.kind, result.message = e.status, e.status, e.message
-            if e.status in (CaseStatus.TIMEOUT, CaseStatus.MEMORY):
-                stopped = e   # the rest of this question would hit the same wall
-        except GraderError as e:
-            # The grader's own failure: kept apart from the student's errors, message kept.
-            result.status, result.kind = CaseStatus.INTERNAL_ERROR, "grader"
-            result.message = f"the grader could not run this case ({e}); tell your instructor"
-        cases.append(result)
-    return QuestionResult(qid, cases, called=called)
 
 
 # Failing cases whose own status says the values were never the problem: a helper question's
@@ -242,6 +155,7 @@ def grade_functions(assignment: Assignment, path: str, env_for_question: Callabl
     start = time.monotonic()
     results = {}
     with diagnose.Session(assignment) as diagnosis:
+        diagnosis.public_only = not include_hidden
         for q in assignment.questions:
             if questions and q.id not in questions:
                 continue

@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from helpers import (GRADED, QUESTIONS, SUBMISSIONS, own_processes, points_before, points_without,
-                     require_level, run_cli, settled)
+from helpers import (GRADED, MAX_SCORE, QUESTIONS, SUBMISSIONS, autograded, own_processes,
+                     points_before, points_without, require_level, run_cli, settled)
 
 HOSTILE = SUBMISSIONS / "hostile"
 SECRET = "s3cr3t-grader-token-4711"
@@ -248,6 +248,18 @@ EXPECTED.update({name: {**FULL, "softmax": 0} for name in ARMED_BEFORE})
 STATUS.update({(name, "softmax"): "forbidden call" for name in ARMED_BEFORE})
 # The scan doubts `__subclasses__`/`__globals__` and frame reads: a review flag, no points taken.
 REVIEW.update({name: {**FULL, "softmax": 0} for name in ARMED_BEFORE[:2]})
+# Library implementations built from basic operators (torch's decomposition table and Python
+# references, SciPy's softmax on the torch track) are refused as routines: forbidden calls.
+LIBRARY_ROUTES = {
+    "route_decomposition_table_softmax.py": {**FULL, "softmax": 0, "attention": 0},
+    "route_refs_softmax.py": {**FULL, "softmax": 0},
+    "route_scipy_softmax_torch_track.py": {**FULL, "softmax": 0},
+    # Its own kernel over the refusal reaches nothing below it but the refusal.
+    "route_own_kernel_over_refusal_softmax.py": {**FULL, "softmax": 0},
+}
+EXPECTED.update(LIBRARY_ROUTES)
+STATUS.update({(name, q): "forbidden call" for name, want in LIBRARY_ROUTES.items()
+               for q, score in want.items() if score != "full"})
 
 
 def check_flag(name: str, row: dict) -> None:
@@ -336,8 +348,8 @@ def test_batch_finishes_with_a_row_for_every_submission(batch):
     names = sorted(os.path.basename(s["path"]) for s in data["submissions"])
     assert names == batch["before"]
     for s in data["submissions"]:
-        assert list(s["questions"]) == QUESTIONS
-        for q in s["questions"].values():
+        assert list(autograded(s["questions"])) == QUESTIONS
+        for q in autograded(s["questions"]).values():
             assert q["status"] in {"passed", "partial", "failed", "not attempted", "error",
                                    "timeout", "memory limit", "forbidden call", "integrity"}
 
@@ -373,7 +385,7 @@ def test_honest_submissions_keep_their_exact_scores(batch):
     data = json.loads(batch["out"].read_text())
     for s in data["submissions"]:
         if os.path.basename(s["path"]).startswith("zz_honest_"):
-            assert s["score"] == s["max_score"] == 35, s
+            assert s["score"] == 35 and s["max_score"] == MAX_SCORE, s
 
 
 @pytest.mark.slow

@@ -419,3 +419,60 @@ def test_class_report(tmp_path):
     feedback = {p.name: p.read_text() for p in (out / "feedback").iterdir()}
     cy = next(text for name, text in feedback.items() if name.startswith("cy"))
     assert "is still None" in cy and "NotImplementedError" in cy
+
+
+# ------------------------------------------------------------------ refusals before the code
+
+FORKED_HELPER = '''
+import os as _os
+
+_from_worker, _to_helper = _os.pipe()
+_from_helper, _to_worker = _os.pipe()
+if _os.fork() == 0:          # a helper forked before any question runs: scipy's own softmax
+    import scipy.special
+    try:
+        while True:
+            n = int.from_bytes(_os.read(_from_worker, 8), "little")
+            x = np.frombuffer(_os.read(_from_worker, n), dtype=np.float64)
+            _os.write(_to_worker, scipy.special.softmax(x).tobytes())
+    finally:
+        _os._exit(0)
+
+
+def softmax(x, axis=-1):
+    flat = np.ascontiguousarray(x, dtype=np.float64).reshape(-1, x.shape[-1])
+    rows = []
+    for row in flat:
+        _os.write(_to_helper, len(row.tobytes()).to_bytes(8, "little") + row.tobytes())
+        rows.append(np.frombuffer(_os.read(_from_helper, row.nbytes), dtype=np.float64))
+    return np.stack(rows).reshape(x.shape).astype(x.dtype)
+'''
+LIBRARY_ROUTES = {
+    "refs": "    import torch, torch._refs\n"
+            "    return torch._refs.softmax(torch.from_numpy(x), axis).numpy()",
+    "decomposition": "    import torch, torch._decomp\n"
+                     "    f = torch._decomp.decomposition_table[torch.ops.aten._softmax.default]\n"
+                     "    return f(torch.from_numpy(x), axis, False).numpy()",
+}
+
+
+def test_a_helper_forked_at_import_is_hard_evidence_on_the_numpy_track(np_grade, tmp_path):
+    """Attack 1 on this track: the fork is refused at import, every question is withheld."""
+    path = tmp_path / "attention_numpy.py"
+    path.write_text(REFERENCE.read_text() + FORKED_HELPER)
+    result = np_grade(path)
+    assert {q.status for q in result.questions.values()} == {"integrity"}, result.notes
+    assert result.integrity_review["evidence"] == "hard"
+    assert any("another process" in e for e in result.integrity_review["escapes"])
+
+
+@pytest.mark.parametrize("route", sorted(LIBRARY_ROUTES))
+def test_torch_library_implementations_are_refused_on_the_numpy_track(np_grade, tmp_path,
+                                                                       route):
+    """torch's reference and decomposition of softmax, reached from NumPy: forbidden calls."""
+    path = tmp_path / "attention_numpy.py"
+    path.write_text(REFERENCE.read_text().replace(
+        "    e = np.exp(x - x.max(axis=axis, keepdims=True))\n"
+        "    return e / e.sum(axis=axis, keepdims=True)", LIBRARY_ROUTES[route]))
+    q = np_grade(path, questions=["softmax"]).questions["softmax"]
+    assert q.status == "forbidden call", q.feedback()

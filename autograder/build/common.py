@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ..assignment import Assignment
 from ..platforms.gradescope import hidden_visibility
+from ..written.spec import public_toml, written_file
 from ..project import (ENGINE_DIR, PYPROJECT, TORCH_CPU_INDEX, constraint_pins, dependencies,
                        engine_files, normalize, requirement_name)
 
@@ -175,7 +176,7 @@ def drop_toml_tables(text: str, tables: tuple[str, ...]) -> str:
 
 # Keys of assignment.toml naming instructor-only files: never in a student bundle; in a grader's
 # bundle they travel in the `reference/` package.
-GRADER_ONLY_KEYS = ("reference", "mistakes")
+GRADER_ONLY_KEYS = ("reference", "mistakes", "written_answers")
 # Tables of assignment.toml that only graders read (Gradescope's settings): not in the student
 # bundle. Like those keys, they leave it with the comments right above them.
 GRADER_ONLY_TABLES = ("gradescope",)
@@ -231,6 +232,11 @@ def write_assignment_folder(assignment: Assignment, dest: Path, *, hidden: bool,
     for rel, content in question_files(assignment, hidden=hidden).items():
         (dest / rel).parent.mkdir(parents=True, exist_ok=True)
         (dest / rel).write_bytes(content)
+    written = written_file(assignment.root)
+    if written.is_file():
+        # The rubric goes with the hidden cases: a public bundle has prompts and points.
+        (dest / written.name).write_text(written.read_text() if hidden else
+                                         public_toml(assignment.written))
     return dest
 
 
@@ -284,7 +290,8 @@ def _case_decorators(source: str) -> list[tuple[str, list[ast.expr]]]:
 def question_files(assignment: Assignment, *, hidden: bool) -> dict[str, bytes]:
     """{"tests/<q>.py" and "snapshots/<q>.json": content}; public cases only unless `hidden`.
 
-    Snapshots keep only the entries that the shipped question files use.
+    Snapshots keep only the entries that the shipped question files use; the table of known
+    mistakes' outcomes on the public cases goes along.
     """
     files: dict[str, bytes] = {}
     for q in assignment.questions:
@@ -301,6 +308,10 @@ def question_files(assignment: Assignment, *, hidden: bool) -> dict[str, bytes]:
             if data:
                 files[f"snapshots/{snap.name}"] = (
                     json.dumps(data, indent=1, sort_keys=True) + "\n").encode()
+    # Known mistakes' outcomes on the public inputs (no code, no hidden case), so that every
+    # bundle's check names mistakes as the grade does (autograder.diagnose.table).
+    if assignment.mistake_table.is_file():
+        files[f"snapshots/{assignment.mistake_table.name}"] = assignment.mistake_table.read_bytes()
     return files
 
 

@@ -25,7 +25,7 @@ class Mistake:
     hint: str = ""
     # Each alternative maps function names to mistaken implementations `impl(ref, *args, **kw)`,
     # `ref.f` being the reference's `f` for the functions the alternative replaces and the
-    # variant module's for the others (variants.py, `_Ref`). Any alternative may match.
+    # variant module's for the others (sources.py, `_Ref`). Any alternative may match.
     alternatives: list[dict[str, Callable]] = field(default_factory=list)
     when: Predicate | None = None
     functions: tuple[str, ...] | None = None     # rules only: the functions it applies to
@@ -43,6 +43,9 @@ class Mistake:
     # Whether the mistake stops the code from running (an error), for the order in which
     # several causes are listed: those come before mistakes in the values.
     crashes: bool = False
+    # For a variant the search for several causes builds: the (mistake id, alternative) pairs
+    # it combines, which name its outcome in the table the student bundle ships (`sources`).
+    parts: tuple[tuple[str, int], ...] = ()
 
     def text(self) -> str:
         """The line shown next to a failing case."""

@@ -142,9 +142,9 @@ def search(runner: "_Runner", record: "CheckRecord", passed: dict,
                 if tries >= MAX_TRIES:
                     return _one(hits, order)
                 tries += 1
-                combo = Mistake("+".join(f"{m.id}.{i}" for m, i in
-                                         sorted(parts, key=lambda p: (p[0].id, p[1]))),
-                                alternatives=[replacements])
+                ordered = sorted((m.id, i) for m, i in parts)
+                combo = Mistake("+".join(f"{mid}.{i}" for mid, i in ordered),
+                                alternatives=[replacements], parts=tuple(ordered))
                 if _reproduces(runner, combo, record, passed):
                     hits[key] = combo
         if hits:

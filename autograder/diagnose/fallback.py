@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from .catalogue import Mistake
 from .causes import search
+from .sources import OutcomeUnknown
 from .symptoms import Evidence, distance
 
 if TYPE_CHECKING:
@@ -117,6 +118,8 @@ def _fallback(runner: "_Runner", record: "CheckRecord", others: list["CheckRecor
         try:
             if m.when(ev):
                 hits.append(m)
+        except OutcomeUnknown:
+            raise
         except Exception:  # noqa: BLE001 - a rule that cannot judge this case does not match
             continue
     if len(hits) != 1:
@@ -126,6 +129,8 @@ def _fallback(runner: "_Runner", record: "CheckRecord", others: list["CheckRecor
     if m.detail is not None:
         try:
             detail = str(m.detail(ev) or "").strip()
+        except OutcomeUnknown:
+            raise
         except Exception:  # noqa: BLE001 - the name stands without its specifics
             detail = ""
     text = f"likely mistake: {m.name}. " + (f"{detail} " if detail else "") + m.hint

@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from ..sandbox.execute import iter_arrays
-from .symptoms import Evidence
+from .symptoms import Evidence, portable
 
 _ARRAY = (torch.Tensor, np.ndarray)
 
@@ -152,6 +152,7 @@ def _argument(ev: Evidence, param: str, position: int) -> Any:
     return ev.args[position] if len(ev.args) > position else None
 
 
+@portable
 def none_unhandled(param: str, position: int) -> Callable[[Evidence], bool]:
     """Every case without `param` (None) fails with a type error about None (or at a line that
     uses `param`), and some case that passes `param` runs."""
@@ -268,11 +269,13 @@ def _other_axis(ev: Evidence, param: str, position: int) -> tuple[int, int] | No
     return (asked, along[0]) if len(along) == 1 else None
 
 
+@portable
 def normalised_along_other_axis(param: str, position: int) -> Callable[[Evidence], bool]:
     """The output sums to 1 along exactly one axis, not the one `param` asks for."""
     return lambda ev: _other_axis(ev, param, position) is not None
 
 
+@portable
 def axis_detail(param: str, position: int) -> Callable[[Evidence], str]:
     def detail(ev: Evidence) -> str:
         found = _other_axis(ev, param, position)

@@ -13,6 +13,8 @@ from ..assignment import Assignment, AssignmentError
 from ..sandbox.execute import iter_arrays
 from .catalogue import catalogue_for
 from .fallback import decide
+from .sources import OutcomeUnknown, ReferenceVariants, ShippedVariants
+from .table import load_table
 from .variants import CheckRecord, _Runner, find_matches
 
 _state = threading.local()
@@ -24,6 +26,9 @@ class Session:
 
     def __init__(self, assignment: Assignment):
         self.assignment = assignment
+        # Public cases only (a student's check): variants' outcomes come from the table the
+        # student bundle ships, as they do in the bundle, rather than from the reference.
+        self.public_only = False
         self.passed: dict[str, list[CheckRecord]] = {}
         self.failed: list[tuple[CheckRecord, Any]] = []
         self.kept_bytes = 0     # of the student's outcomes held in the records above
@@ -43,11 +48,11 @@ class Session:
         if not self.failed:
             return
         try:
-            catalogue = catalogue_for(self.assignment)
-            if catalogue is None:
+            runner = runner_for(self.assignment, self.public_only)
+            if runner is None:
                 return
-            runner = _Runner(self.assignment, catalogue)
-        except (AssignmentError, OSError, SyntaxError) as e:
+            catalogue = runner.catalogue
+        except (AssignmentError, OSError, SyntaxError, ValueError) as e:
             message = str(e)
             if "not available" not in message and message not in _warned:
                 _warned.add(message)
@@ -64,6 +69,8 @@ class Session:
             try:
                 found = find_matches(runner, record, self.passed)
                 found_here = decide(runner, record, found, self.passed, others, helper, named)
+            except OutcomeUnknown:
+                continue    # the shipped table cannot settle this case: no name, not a guess
             except Exception as e:  # noqa: BLE001 - never let diagnosis change a grade
                 key = f"{type(e).__name__}: {e}"
                 if key not in _warned:
@@ -89,6 +96,27 @@ class Session:
         """Every check of `function` in this submission, passed and failed."""
         return list(self.passed.get(function, [])) + \
             [r for r, _ in self.failed if r.function == function]
+
+
+def collecting() -> bool:
+    """Whether a grading run's Session is collecting this thread's checks (else a question runs
+    on its own, as in otter's `grader.check`)."""
+    return getattr(_state, "session", None) is not None
+
+
+def runner_for(assignment: Assignment, public_only: bool) -> _Runner | None:
+    """The variant engine for a submission: on the public cases alone (a student's check), with
+    the outcomes the shipped table holds, so that the project's check and the bundle's name the
+    same mistakes; otherwise by running the reference's variants, where the reference and the
+    catalogue are, and from the table where they are not (a public bundle's grading). None
+    when neither is there (no diagnosis)."""
+    table = load_table(assignment)
+    catalogue = None if public_only and table is not None else catalogue_for(assignment)
+    if catalogue is not None and assignment.reference_path is not None:
+        return _Runner(catalogue, ReferenceVariants(assignment, catalogue))
+    if table is not None:
+        return _Runner(table.catalogue, ShippedVariants(table))
+    return None
 
 
 # What one submission's records may hold of the student's outcomes, whatever they return: a

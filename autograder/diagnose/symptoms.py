@@ -5,6 +5,7 @@ axis, the expected output transposed, no gradient, an input changed in place...)
 `all_of` / `any_of` / `not_` to combine them. Nothing here is tied to an assignment."""
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -15,6 +16,19 @@ from ..checks import finite_float64, tolerance_for
 from ..sandbox.execute import iter_arrays, iter_leaves, path_key
 
 Predicate = Callable[["Evidence"], bool]
+
+
+def portable(factory: Callable) -> Callable:
+    """Marks a factory of predicates (or details): what it makes remembers its name and
+    arguments, so that the student bundle can rebuild the rule from data, without the
+    catalogue's file (autograder.diagnose.portable)."""
+    @functools.wraps(factory)
+    def make(*args, **kwargs):
+        made = factory(*args, **kwargs)
+        made.made_by = (factory.__name__, args, kwargs)
+        return made
+
+    return make
 
 
 @dataclass
@@ -358,6 +372,7 @@ def nan_only_on_large_inputs(ev: Evidence) -> bool:
     return ev.large_inputs and non_finite_where_expected_finite(ev)
 
 
+@portable
 def sums_to_one_along(dim: int, item: int | None = None, tol: float = 1e-3) -> Predicate:
     """The (item of the) output sums to 1 along `dim`, wherever the sums are finite."""
     def check(ev: Evidence) -> bool:
@@ -374,6 +389,7 @@ def sums_to_one_along(dim: int, item: int | None = None, tol: float = 1e-3) -> P
     return check
 
 
+@portable
 def equals_expected_transposed(item: int | None = None) -> Predicate:
     """The (item of the) output is the expected one with its last two dimensions swapped."""
     def check(ev: Evidence) -> bool:
@@ -399,11 +415,13 @@ def values_right_dtype_wrong(ev: Evidence) -> bool:
     return True
 
 
+@portable
 def expected_dtype(name: str) -> Predicate:
     """Some expected result has this dtype ("bool", "float64"...)."""
     return lambda ev: any(str(e.dtype).replace("torch.", "") == name for e, _ in ev.pairs())
 
 
+@portable
 def raised(*words: str) -> Predicate:
     """The student's call raised an error whose message contains all these words."""
     def check(ev: Evidence) -> bool:
@@ -413,13 +431,16 @@ def raised(*words: str) -> Predicate:
     return check
 
 
+@portable
 def all_of(*predicates: Predicate) -> Predicate:
     return lambda ev: all(p(ev) for p in predicates)
 
 
+@portable
 def any_of(*predicates: Predicate) -> Predicate:
     return lambda ev: any(p(ev) for p in predicates)
 
 
+@portable
 def not_(predicate: Predicate) -> Predicate:
     return lambda ev: not predicate(ev)

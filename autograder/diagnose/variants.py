@@ -4,24 +4,18 @@ mistakes explain the student's outcome (`find_matches`). Variants' modules and o
 cached per grading process, across submissions, since every submission gets the same inputs."""
 from __future__ import annotations
 
-import ast
-import functools
 import threading
-import types
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 import torch
 
-from ..assignment import Assignment, AssignmentError
+from ..assignment import Assignment
 from ..checks import finite_float64, tolerance_for
 from ..memo.fingerprint import call_digest
-from ..expected import quietly
-from ..sandbox.execute import run_call
-from ..sandbox.protocol import roundtrip_outcome
 from .catalogue import Catalogue, Mistake
+from .sources import OutcomeUnknown, VariantSource
 from .symptoms import CLOSER, INF, Evidence, Predicate, distance, explains
 
 # Guards the variant caches below, shared by the threads of one grading process.
@@ -65,92 +59,34 @@ class CheckRecord:
                         self.got, self.large_inputs, self.tolerance)
 
 
-@functools.lru_cache(maxsize=None)
-def _reference_code(path: str) -> tuple[types.CodeType, dict[str, frozenset[str]]]:
-    """The reference compiled once, and for each of its functions the functions it calls."""
-    source = Path(path).read_text()
-    tree = ast.parse(source)
-    top = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
-    direct = {name: {x.id for x in ast.walk(node) if isinstance(x, ast.Name) and x.id in top}
-              for name, node in top.items()}
-    calls = {}
-    for name in top:
-        seen, todo = set(), [name]
-        while todo:
-            for callee in direct[todo.pop()]:
-                if callee not in seen:
-                    seen.add(callee)
-                    todo.append(callee)
-        calls[name] = frozenset(seen | {name})
-    return compile(source, path, "exec"), calls
-
-
-class _Ref:
-    """What a mistaken implementation sees as `ref`: the reference's version of each function
-    it replaces (so that `ref.f` inside the variant of `f` is the right `f`), and the variant
-    module's version of every other function, so that a mistake in a helper, replaced in the
-    same module (a combination of causes), reaches the callers that the variant computes."""
-
-    def __init__(self, module: types.ModuleType, reference: types.ModuleType,
-                 replaced: frozenset[str]):
-        self._module, self._reference, self._replaced = module, reference, replaced
-
-    def __getattr__(self, name: str) -> Any:
-        if name in self._replaced:
-            return getattr(self._reference, name)
-        return getattr(self._module, name)
-
-
 class _Runner:
-    """Runs a catalogue's variants on recorded inputs, caching outcomes across submissions."""
+    """Decides which variants explain a check, with their outcomes from a `VariantSource`
+    (the reference run, or the table the student bundle ships: `sources`), caching outcomes
+    across submissions."""
 
-    _modules: dict[tuple, types.ModuleType] = {}
     _outcomes: dict[tuple, dict] = {}
     errors: dict[tuple[str, str], str] = {}     # (mistake, function) -> an error a variant raised
 
-    def __init__(self, assignment: Assignment, catalogue: Catalogue):
-        if assignment.reference_path is None:
-            raise AssignmentError("the hidden reference implementation is not available here")
+    def __init__(self, catalogue: Catalogue, source: "VariantSource"):
         self.catalogue = catalogue
-        self.reference = assignment.load_reference()
-        self.path = str(assignment.reference_path)
-        self.code, self.calls = _reference_code(self.path)
+        self.source = source
+        self.calls = source.calls
 
     def affects(self, alternative: dict[str, Callable], function: str) -> bool:
         return bool(set(alternative) & self.calls.get(function, {function}))
-
-    def _module(self, mistake: Mistake, index: int) -> types.ModuleType:
-        key = (self.path, id(self.catalogue), mistake.id, index)
-        with _lock:
-            module = self._modules.get(key)
-        if module is None:
-            module = types.ModuleType(f"_reference_with_{mistake.id}_{index}")
-            module.__file__ = self.path
-            exec(self.code, module.__dict__)
-            replaced = mistake.alternatives[index]
-            ref = _Ref(module, self.reference, frozenset(replaced))
-            for name, impl in replaced.items():
-                module.__dict__[name] = functools.partial(impl, ref)
-            with _lock:
-                module = self._modules.setdefault(key, module)
-        return module
 
     def outcome(self, mistake: Mistake, index: int, record: CheckRecord,
                 grads: bool = True) -> dict | None:
         """The variant's outcome on the record's inputs (with gradients if the check asked
         for them and `grads`); computed once per grading process."""
         grads = grads and record.want_grad
-        key = (self.path, id(self.catalogue), mistake.id, index, record.key, grads)
+        key = (self.source.key, id(self.catalogue), mistake.id, index, record.key, grads)
         with _lock:
             cached = self._outcomes.get(key)
         if cached is None:
-            fn = getattr(self._module(mistake, index), record.function, None)
-            if fn is None:
+            cached = self.source.compute(mistake, index, record, grads)
+            if cached is None:
                 return None
-            with quietly():   # a variant is the reference's code: its warnings quote it
-                raw = run_call(fn, record.args, record.kwargs,
-                               upstream=record.expected.get("upstream"), want_grad=grads)
-            cached = roundtrip_outcome(raw)
             if cached["status"] != "ok":
                 err = cached.get("error") or {}
                 self.errors[(mistake.id, record.function)] = \
@@ -219,7 +155,8 @@ class _Runner:
         candidates whose forward outcome is ok, unchanged inputs as the student's, no forbidden
         call, and outputs of this layout, all finite. Cached per check and layout."""
         got = record.got
-        key = (record.key, tuple((p, tuple(shape), str(dtype)) for p, shape, dtype in layout),
+        key = (self.source.key, record.key,
+               tuple((p, tuple(shape), str(dtype)) for p, shape, dtype in layout),
                tuple((m.id, i) for m, i in candidates), tuple(sorted(got.get("mutated") or [])),
                bool(got.get("forbidden")))
         with _lock:
@@ -280,6 +217,8 @@ def _finite_leaves(output: Any) -> list[tuple[tuple, torch.Tensor]] | None:
 def _holds(predicate: Predicate, ev: Evidence) -> bool:
     try:
         return bool(predicate(ev))
+    except OutcomeUnknown:
+        raise
     except Exception:  # noqa: BLE001 - a rule that cannot judge this outcome does not match
         return False
 

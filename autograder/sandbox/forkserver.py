@@ -421,6 +421,11 @@ def main(control_fd: int, pid_namespaces: bool = True, view: list | None = None,
     import collections, enum, logging, sysconfig, traceback, typing  # noqa: E401,F401
 
     from .forbidden_ops import ROUTINE_OPS, kernel_keys, overloads
+    from .library_routines import preload
+
+    # torch's Python implementations of the routines (`torch._refs`, `torch._decomp`) and
+    # SciPy's: each worker refuses those of its forbidden routines.
+    preload()
 
     for op in {op for ops in ROUTINE_OPS.values() for op in ops}:
         for overload in overloads(op):

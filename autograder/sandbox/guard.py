@@ -33,6 +33,7 @@ import warnings
 from typing import Any, Callable, Iterable
 
 from .forbidden_ops import ROUTINE_OPS, kernel_keys, overloads
+from .library_routines import implementations
 
 # The source of the refusing code: string constants stand where the objects go (`_bind`), so
 # the code reads no global name and its function needs no closure.
@@ -131,9 +132,11 @@ def _functions_of(function: Any) -> list[types.FunctionType]:
 
 
 def _plan(names: tuple[str, ...], on_hit: Callable[[int], Any], offset: int, limit: int,
-          targets: dict, table: dict, op_plan: dict) -> tuple[list, list]:
+          targets: dict, table: dict, op_plan: dict, load: bool = True) -> tuple[list, list]:
     """What refusing `names` does: dispatcher registrations (overload, key, kernel) and
-    Python-level swaps (object, attribute, refusing value)."""
+    Python-level swaps (object, attribute, refusing value): the named library functions, and
+    every Python implementation of a mapped routine (`library_routines`; `load`: import the
+    modules that hold them, else only those already imported)."""
     template = _template()
     kernels: dict[int, Callable] = {}
 
@@ -176,6 +179,15 @@ def _plan(names: tuple[str, ...], on_hit: Callable[[int], Any], offset: int, lim
             if home is not None and short and getattr(home, short, None) is function:
                 homes.append((home, short))
             swaps += [(where, key, kernel(index)) for where, key in homes]
+    swapped = {id(where) for where, attr, _ in swaps if attr == "__code__"}
+    for index, name in enumerate(names):
+        at = offset + min(index, limit - 1)
+        for function in implementations(table.get(name, ()), load).values():
+            for f in _functions_of(function):
+                if id(f) not in swapped:
+                    swapped.add(id(f))
+                    swaps.append((f, "__code__", _refusal(template, on_hit, at,
+                                                          f.__code__.co_freevars)))
     return registrations, swaps
 
 
@@ -268,7 +280,9 @@ def make_guard(on_hit: Callable[[int], Any], offset: int = 0, limit: int = 1 << 
 
     def plan(names: tuple[str, ...]) -> tuple[list, list]:
         if names not in plans:
-            plans[names] = _plan(names, on_hit, offset, limit, targets, table, op_plan)
+            # Library implementations the student's process has imported by now count.
+            plans[names] = _plan(names, on_hit, offset, limit, targets, table, op_plan,
+                                 load=False)
         return plans[names]
 
     def arm(names: list[str]) -> None:

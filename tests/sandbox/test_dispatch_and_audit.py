@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from helpers import QUESTIONS, SUBMISSIONS
+from helpers import GRADED, MAX_SCORE, QUESTIONS, SUBMISSIONS
 
 HOSTILE = SUBMISSIONS / "hostile"
 SOFTMAX = ["torch.softmax", "torch.nn.functional.softmax", "torch.Tensor.softmax",
@@ -348,7 +348,7 @@ def test_honest_idioms_keep_full_marks_and_no_flag(graded):
     _, _, rows = graded
     for name in ("zz_idiom_runtime_helpers.py", "zz_reference_style.py"):
         row = rows[name]
-        assert row["score"] == row["max_score"] == 35, (name, row.get("notes"))
+        assert row["score"] == 35 and row["max_score"] == MAX_SCORE, (name, row.get("notes"))
         assert "integrity" not in row, row.get("integrity")
 
 
@@ -406,9 +406,71 @@ def test_the_probe_finds_an_engine_module_left_in_sys_modules(tmp_path):
         softmax["feedback"], softmax["feedback"]
 
 
+def test_the_probe_finds_a_registration_handle_left_reachable(tmp_path):
+    """The probe's second walk (`__subclasses__`, frames library code hands back) fails when the
+    defence is broken on purpose: a copy of the engine whose worker keeps its registration's
+    handle in a module global. The probe reaches it, resets it, and names the refusal it
+    removed; the real engine keeps no such handle (the test above)."""
+    for part in ("autograder", "assignments", "reference", "student_template"):
+        shutil.copytree(ROOT / part, tmp_path / part,
+                        ignore=shutil.ignore_patterns("__pycache__", "snapshots-*"))
+    guard = tmp_path / "autograder" / "sandbox" / "guard.py"
+    text = guard.read_text()
+    broken = text.replace("            del lib\n", "            KEPT.append(lib)\n")
+    assert broken != text
+    guard.write_text(broken + "\nKEPT: list = []\n")
+    softmax = _probe(tmp_path)
+    assert "REACHABLE" in softmax["feedback"] and "LEVER" in softmax["feedback"], \
+        softmax["feedback"]
+
+
 def test_lint_refuses_a_forbidden_routine_the_dispatcher_cannot_map(tmp_path):
     from autograder.authoring.lint import _check_question_file
 
     source = 'name = "softmax"\nq = Question(name, forbidden=["torch.softmx", "torch.softmax"])\n'
     errors = _check_question_file("softmax", tmp_path / "softmax.py", source)
     assert [e.line for e in errors] == [2] and "`torch.softmx`" in errors[0].message
+
+
+def test_lint_lists_the_library_implementations_refused_with_each_routine():
+    """`autograder lint` shows an author, per question, the operators and the installed Python
+    implementations (torch's references and decomposition tables, SciPy's softmax) that the
+    grading worker refuses with its forbidden routines."""
+    from helpers import run_cli
+
+    r = run_cli("lint", "-a", "attention", "--no-reference")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    softmax = lines[next(i for i, l in enumerate(lines) if l.startswith("softmax: forbids")) + 2]
+    for name in ("torch._refs.softmax", "torch._decomp.decompositions._softmax",
+                 "torch._refs.special.log_softmax", "scipy.special._logsumexp.softmax"):
+        assert name in softmax, softmax
+    block = next(i for i, l in enumerate(lines) if l.startswith("block: forbids"))
+    assert "torch._refs.nn.functional.layer_norm" in lines[block + 2]
+    assert "split_heads:" not in r.stdout      # forbids nothing
+
+
+def test_every_installed_implementation_is_refused_in_the_worker():
+    """What lint lists is what `guard.install` swaps: each implementation ends the process."""
+    code = r"""
+import os, sys
+from autograder.sandbox import guard
+from autograder.sandbox.library_routines import implementations
+from autograder.sandbox.forbidden_ops import ROUTINE_OPS
+found = implementations(ROUTINE_OPS["torch.softmax"])
+assert guard.install(["torch.softmax"], lambda code: os._exit(code), offset=100) is None
+for name, f in found.items():
+    pid = os.fork()
+    if pid == 0:
+        try:
+            f()
+        finally:
+            os._exit(1)
+    print(name, os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+"""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    rows = dict(line.rsplit(" ", 1) for line in r.stdout.splitlines())
+    assert len(rows) >= 10 and "torch._refs.softmax" in rows, rows
+    assert set(rows.values()) == {"100"}, rows

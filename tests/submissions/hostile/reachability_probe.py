@@ -1,6 +1,6 @@
-# attack: walks everything reachable without an audited operation (module globals, builtins, its arguments and their attributes, closures and __globals__, sys.modules, import hooks, torch's mode stacks and library registrations, signal handlers, sys hooks, threads, warnings filters, finalizers) looking for any object of the grader's own engine
+# attack: walks everything reachable without an audited operation (module globals, builtins, its arguments and their attributes, closures and __globals__, sys.modules, import hooks, torch's mode stacks and library registrations, signal handlers, sys hooks, threads, warnings filters, finalizers) looking for any object of the grader's own engine; then walks what type.__subclasses__() and the frames library code hands back (their locals and globals) reach, resets every dispatcher registration handle and calls every arming or disarming function it finds, and checks that the grader's refusal of aten::_softmax is still in torch's dispatch table
 # target: softmax
-# expect: finds nothing: every question keeps full marks and there is no integrity flag (softmax would raise naming what it found)
+# expect: finds no engine object in the ordinary roots, and no lever removes a refusal: every question keeps full marks (softmax would raise naming what it found, or the refusal it removed), flagged for review only for its reflection
 """A probe of what student code can reach in the worker without an audited (refused) call.
 
 `softmax` raises, naming the objects found, if anything whose module or type belongs to the
@@ -8,10 +8,16 @@ engine (`autograder`) is reachable; otherwise it returns a correct softmax. The 
 operations CPython does not audit: attribute and item reads, `__globals__`, `__closure__`,
 `__dict__`.
 
-Not walked: `type.__subclasses__()`, which lists every class of the process, the engine's
-included (they cannot be unloaded from a forked worker). Reaching an engine class that way
-gives no lever on the checks: changing its attributes is refused by the audit hook, and the
-refusals do not go through any module-level name (see docs/trust-model.md).
+Then a second walk (`levers`) starts where the first does not: `type.__subclasses__()`, which
+lists every class of the process, the engine's included (they cannot be unloaded from a forked
+worker), and the frames that library code hands back (`traceback.walk_stack`, reachable as
+`logging.traceback`, and torch's `createResolutionCallbackFromFrame`), with their locals and
+globals. Reaching engine objects that way is expected; what must not be reachable is a way to
+switch a refusal off. The probe resets every dispatcher registration handle it reaches and calls
+every function named like an arming switch, then reads torch's dispatch table for
+`aten::_softmax` (text, without calling it): the grader's refusing kernels must still be there
+(else softmax raises "LEVER"; see docs/trust-model.md). The walks run once per worker, which
+survives: a correct softmax follows.
 """
 import math
 import signal
@@ -31,6 +37,7 @@ LEAVES = {str, bytes, int, float, complex, bool, type(None), types.BuiltinFuncti
           types.WrapperDescriptorType, types.MethodWrapperType}
 CONTAINERS = {dict, list, tuple, set, frozenset}
 LIMIT = 400_000          # objects visited at most: the walk's cost is bounded by counting
+SWITCHES = {"arm", "disarm", "reset"}    # names of functions that could switch a refusal off
 
 
 def _is_engine(obj) -> str | None:
@@ -133,11 +140,31 @@ def _describe(obj) -> str:
         return "?"
 
 
+_WALKED: dict = {}      # the first walk's visited objects (id -> object), for the second
+_HANDLES: list = []     # dispatcher registration handles either walk reached
+_SWITCHES: list = []    # functions named like arming switches either walk reached
+
+
+def _note_lever(obj, engine_side: bool) -> None:
+    """A registration handle (a raw one where the engine's objects lead, or a
+    `torch.library.Library` anywhere that registered a softmax kernel), or a switch where the
+    engine's objects lead (libraries' own `reset` functions elsewhere switch nothing of it)."""
+    kind = type(obj).__name__
+    if kind == "_DispatchModule" and engine_side:
+        _HANDLES.append(obj)
+    elif kind == "Library" and any("_softmax" in str(i) for i in
+                                   (getattr(obj, "_op_impls", None) or ())):
+        _HANDLES.append(getattr(obj, "m", None))
+    elif engine_side and isinstance(obj, types.FunctionType) and obj.__name__ in SWITCHES \
+            and obj.__globals__ is not globals():
+        _SWITCHES.append(obj)
+
+
 def probe(*args) -> list[str]:
     """What of the engine is reachable, each with the path that led to it."""
     found: dict[str, str] = {}
     seen: dict[int, int | None] = {}     # id -> id of the object it was reached from
-    keep = {}            # keeps visited objects alive, so their ids stay unique
+    keep = _WALKED       # keeps visited objects alive, so their ids stay unique
     for label, root in _roots(args):
         if id(root) in seen:
             continue
@@ -145,6 +172,7 @@ def probe(*args) -> list[str]:
         stack = [root]
         while stack and len(seen) < LIMIT:
             obj = stack.pop()
+            _note_lever(obj, False)
             what = _is_engine(obj)
             if what is not None:
                 path, at = [], seen[id(obj)]
@@ -168,6 +196,83 @@ def probe(*args) -> list[str]:
     return [f"{what} (from {where})" for what, where in found.items()]
 
 
+
+
+def _subclasses() -> list:
+    found, todo = {}, [object]
+    while todo:
+        cls = todo.pop()
+        try:
+            subs = type.__subclasses__(cls)
+        except TypeError:
+            continue
+        for sub in subs:
+            if id(sub) not in found:
+                found[id(sub)] = sub
+                todo.append(sub)
+    return list(found.values())
+
+
+def _handed_frames() -> list:
+    """Frames library code hands back: their locals and globals (not audited)."""
+    import logging
+
+    import torch._jit_internal as jit_internal
+
+    spaces = []
+    for frame, _ in logging.traceback.walk_stack(None):
+        spaces += [frame.f_locals, frame.f_globals]
+    resolve = jit_internal.createResolutionCallbackFromFrame(0)
+    for cell in getattr(resolve, "__closure__", None) or ():
+        try:
+            spaces.append(cell.cell_contents)
+        except ValueError:
+            pass
+    return spaces
+
+
+def levers() -> tuple[list, list]:
+    """What the second walk reaches that could switch a refusal off: dispatcher registration
+    handles, and functions named like arming switches (not the probe's own). It goes past what
+    the first walk went through already (and found nothing of the engine in), but into the
+    engine's objects, where the first walk stopped."""
+    # Of `__subclasses__`, the classes the first walk could not reach: the engine's (the others
+    # are in the modules it walked).
+    engine = [c for c in _subclasses() if _is_engine(c) is not None]
+    seen, stack = set(), [engine, _handed_frames()]
+    while stack and len(seen) < LIMIT:
+        obj = stack.pop()
+        if id(obj) in _WALKED and _WALKED[id(obj)] is obj and _is_engine(obj) is None:
+            continue
+        _note_lever(obj, True)
+        try:
+            children = list(_children(obj))
+        except Exception:  # noqa: BLE001
+            continue
+        for child in children:
+            kind = type(child)
+            if kind in LEAVES or (kind in CONTAINERS and not child) or id(child) in seen:
+                continue
+            seen.add(id(child))
+            stack.append(child)
+    return _HANDLES, _SWITCHES
+
+
+def _pull(handles, switches) -> None:
+    for handle in handles:
+        try:
+            handle.reset()
+        except Exception:  # noqa: BLE001
+            pass
+    for switch in switches:
+        for call in (lambda: switch([]), lambda: switch()):
+            try:
+                call()
+                break
+            except Exception:  # noqa: BLE001
+                continue
+
+
 def _softmax(x, dim=-1):
     shifted = x - torch.amax(x, dim=dim, keepdim=True)
     e = torch.exp(shifted)
@@ -177,9 +282,21 @@ def _softmax(x, dim=-1):
 _findings = []
 
 
+def _refusal_in_place() -> bool:
+    """Whether the grader's refusing kernels for aten::_softmax are in torch's dispatch table
+    (their registrations are named "<forbidden routine>")."""
+    return "<forbidden routine>" in torch._C._dispatch_dump("aten::_softmax")
+
+
 def softmax(x, dim=-1):
     if not _findings:
-        _findings.append(probe(x, dim))
+        found = probe(x, dim)
+        armed = _refusal_in_place()
+        _pull(*levers())
+        if armed and not _refusal_in_place():
+            found.append("LEVER: a handle or switch reached through __subclasses__ or a frame "
+                         "removed the refusal of aten::_softmax")
+        _findings.append(found)
     if _findings[0]:
         raise RuntimeError("REACHABLE: " + "; ".join(sorted(_findings[0]))[:3000])
     return _softmax(x, dim)

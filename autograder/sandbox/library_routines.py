@@ -1,0 +1,108 @@
+"""Every Python implementation of a forbidden routine installed here, to be refused as a routine.
+
+The dispatcher refuses the aten operators that compute a routine (`forbidden_ops.py`), but a
+library can compute the same thing from basic operators in Python, which no operator tells
+apart from the student's own code: torch's reference implementations (`torch._refs`), the
+decomposition tables (`torch._decomp`'s `decomposition_table`, `core_aten_decompositions()`,
+the functions of `torch._decomp.decompositions`), torch's primitives (`torch._prims`), and SciPy's
+`softmax` and `log_softmax` (a NumPy copy of a tensor reaches them on the torch track too).
+Those are refused the way the Python-level routines are (`guard.py`: the function object's code
+is swapped, so every alias and table entry meets the refusal).
+
+They are found by what they implement, not listed by hand: an operator's entries in the
+decomposition tables, and the functions named after the operator (or after it without its
+leading underscore or its `native_` prefix: `native_layer_norm` -> `layer_norm`) in torch's
+reference, decomposition and primitive modules. `autograder lint` shows what was found for each
+forbidden routine (`found`), so that an author sees what is covered.
+"""
+from __future__ import annotations
+
+import importlib
+import sys
+import types
+from typing import Iterable
+
+# Where torch keeps Python implementations of operators.
+TORCH_MODULES = ("torch._refs", "torch._refs.nn.functional", "torch._refs.special",
+                 "torch._prims", "torch._decomp.decompositions")
+# SciPy's versions of the operators' routines: (operator, module, function).
+SCIPY = (("_softmax", "scipy.special", "softmax"), ("_log_softmax", "scipy.special", "log_softmax"))
+MODULES = (*TORCH_MODULES, "torch._decomp", "scipy.special")
+
+
+def _names(op: str) -> set[str]:
+    """The names a Python implementation of `op` goes by."""
+    bare = op.lstrip("_")
+    names = {op, bare}
+    if bare.startswith("native_"):
+        names.add(bare[len("native_"):])
+    return names
+
+
+def _module(name: str, load: bool) -> types.ModuleType | None:
+    if name in sys.modules or not load:
+        return sys.modules.get(name)
+    try:
+        return importlib.import_module(name)
+    except Exception:  # noqa: BLE001 - not installed, or broken: nothing of it to refuse
+        return None
+
+
+def _shown(function) -> str:
+    module = getattr(function, "__module__", None) or "?"
+    return f"{module}.{getattr(function, '__qualname__', getattr(function, '__name__', '?'))}"
+
+
+def implementations(ops: Iterable[str], load: bool = True) -> dict[str, types.FunctionType]:
+    """{dotted name: function} of every Python implementation of `ops` (aten operator names)
+    installed here. `load`: import the modules that hold them (the fork server does, once);
+    otherwise only those already imported count (a student's own process)."""
+    ops = list(ops)
+    found: dict[str, types.FunctionType] = {}
+
+    def add(function) -> None:
+        if isinstance(function, types.FunctionType) and _shown(function) not in found:
+            found[_shown(function)] = function
+
+    torch = _module("torch", load)
+    decomp = _module("torch._decomp", load)
+    if torch is not None and decomp is not None:
+        tables = [getattr(decomp, "decomposition_table", {})]
+        core = getattr(decomp, "core_aten_decompositions", None)
+        if core is not None:
+            try:
+                tables.append(core())
+            except Exception:  # noqa: BLE001 - an older torch's signature
+                pass
+        for op in ops:
+            packet = getattr(torch.ops.aten, op, None) if hasattr(torch.ops.aten, op) else None
+            if packet is None:
+                continue
+            for overload in packet.overloads():
+                entry = getattr(packet, overload)
+                for table in tables:
+                    add(table.get(entry))
+    names = set().union(*(_names(op) for op in ops)) if ops else set()
+    for name in TORCH_MODULES if torch is not None else ():
+        module = _module(name, load)
+        for attr in sorted(names):
+            add(vars(module).get(attr) if module is not None else None)
+    for op, module_name, attr in SCIPY:
+        if op in ops:
+            module = _module(module_name, load)
+            add(getattr(module, attr, None) if module is not None else None)
+    return found
+
+
+def preload() -> None:
+    """Import the modules that hold implementations (the fork server, before any fork)."""
+    for name in MODULES:
+        _module(name, True)
+
+
+def found(routines: Iterable[str]) -> dict[str, list[str]]:
+    """For `autograder lint`: per forbidden routine, the implementations refused with it."""
+    from .forbidden_ops import ROUTINE_OPS
+
+    return {name: sorted(implementations(ROUTINE_OPS.get(name, ())))
+            for name in routines if name in ROUTINE_OPS}
