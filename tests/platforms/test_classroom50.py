@@ -148,8 +148,8 @@ def test_correct_submission_gets_every_point(graded_once):
 
 
 def test_public_points_say_they_are_not_the_grade(graded_once, corpus_results):
-    """13 / 13 from the public folder is the public cases' points: the Release, result.json's
-    rows and the terminal say so, with the hidden cases' points (22) and the full total (35)
+    """Full marks from the public folder are the public cases' points: the Release, result.json's
+    rows and the terminal say so, with the hidden cases' points and the full total
     recorded at build time, as grading on every case counts them (the suite's grading of the
     correct corpus, `autograder grade`'s rows)."""
     doc, body, stdout = graded_once(CORRECT)
