@@ -13,6 +13,7 @@ from helpers import SUBMISSIONS, assert_loses_and_keeps, id_list, read_header
 from autograder import diagnose
 from autograder.assignment import load_assignment
 from autograder.diagnose import Catalogue
+from autograder.diagnose.bundle_check import compare_tracks
 from autograder.diagnose.patterns import line_assumption
 from autograder.diagnose.realworld import evaluate_realworld, expected_causes
 from autograder.grade import grade_submission
@@ -24,6 +25,10 @@ QUESTIONS["attention_numpy"] = QUESTIONS["attention"] + ["concepts"]
 # The promise of docs/naming-mistakes.md, written here rather than imported from the code under test: at least
 # 80% of the lost questions of each track name a cause of the right kind.
 PROMISED_SHARE = 0.8
+# The promise of a student's own check (docs/naming-mistakes.md): from the student bundle alone
+# it names at least 90% of the (file, question, mistake) places the instructor's grade names on
+# the public cases, and none that the grade does not name.
+BUNDLE_SHARE = 0.9
 
 
 def _track(path: Path) -> str:
@@ -99,6 +104,20 @@ def test_both_tracks_meet_the_targets(graded):
         assert f.share >= PROMISED_SHARE, f.report(verbose=True)
         assert not f.wrong, f.report()
         assert f.meets()
+
+
+def test_the_bundles_check_names_what_the_grade_names_on_public_cases(graded):
+    """Every real-world file checked from each track's student bundle (public cases, the
+    shipped table; no reference, no catalogue) against the same file's grade."""
+    _, results = graded
+    figures = compare_tracks([(_track(p), p) for p in REALWORLD],
+                             lambda track, path: results[path.name])
+    assert set(figures) == set(QUESTIONS)
+    assert sum(f.files for f in figures.values()) == len(REALWORLD)
+    for f in figures.values():
+        assert len(f.grade) >= 20, f.report(verbose=True)      # the grade names enough to count
+        assert f.carried >= BUNDLE_SHARE * len(f.grade), f.report(verbose=True)
+        assert not f.extra, f.report(verbose=True)
 
 
 def test_fixed_rank_feedback_says_what_the_code_assumes_and_what_to_do(graded):

@@ -44,9 +44,11 @@ def lesson_causal(multi_head_attention):
 @test_case(name="lesson: action queries read image tokens (cross-attention)", points=1,
            hidden=False)
 def lesson_cross_attention(multi_head_attention):
-    """Two action tokens (the queries, from x) attend over four image tokens (keys and values
-    come from `context`): one output row per action token, (2, 8)."""
-    x, context = randn(2, 8, seed=460), randn(4, 8, seed=461)
+    """Two action tokens (the queries, from x) attend over five image tokens (keys and values
+    come from `context`): one output row per action token, (2, 8). Five, not four: with as many
+    context tokens as a head's size (8 / 2 = 4), attention written for one 2-D sequence would
+    raise the very error of `k.T`, and be named as that."""
+    x, context = randn(2, 8, seed=460), randn(5, 8, seed=461)
     q.check("multi_head_attention", multi_head_attention, x,
             attention_params(8, seed=462), 2, context=context,
             expected=snapshot("lesson_cross_attention"))
