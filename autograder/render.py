@@ -8,6 +8,7 @@ and the notes. The outputs only format its result: `QuestionResult.feedback` (th
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -130,6 +131,24 @@ def override_line(q: QuestionResult) -> str:
             f"{q.computed_score:g}): {q.override.get('reason', '')}")
 
 
+# A tail of a hint this long, already shown under the question, is its advice repeated.
+_ADVICE_MIN = 60
+SAME_ADVICE = "The advice above applies here too."
+
+
+def _advice_once(hint: str, shown: set[str]) -> str:
+    """A hint whose closing sentences an earlier hint of the question already gave (one
+    mistake named on two functions, each with its own first sentences) keeps what is its own
+    and points up for the rest, so the advice is read once."""
+    for cut in re.finditer(r"\. ", hint):
+        tail = hint[cut.end():]
+        if len(tail) < _ADVICE_MIN:
+            break
+        if any(prev.endswith(tail) for prev in shown):
+            return hint[:cut.end()] + SAME_ADVICE
+    return hint
+
+
 def render_question(q: QuestionResult, *, public_only: bool = False,
                     said: str | None = None) -> QuestionView:
     """The content of one question's feedback. `public_only` leaves hidden cases out (a
@@ -156,7 +175,7 @@ def render_question(q: QuestionResult, *, public_only: bool = False,
         if last is not None and last_problem == (c.message, hint):
             last.repeats += 1
             continue
-        shown = hint if hint and hint not in hinted else ""
+        shown = "" if not hint or hint in hinted else _advice_once(hint, hinted)
         hinted.add(hint)
         last, last_problem = CaseView(c.name, c.hidden, status, c.points, c.message, shown,
                                       picture=None if c.hidden else

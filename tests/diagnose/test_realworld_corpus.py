@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import SUBMISSIONS, assert_loses_and_keeps, id_list, read_header
+from helpers import ROOT, SUBMISSIONS, assert_loses_and_keeps, id_list, read_header
 
 from autograder import diagnose
 from autograder.assignment import load_assignment
@@ -118,6 +118,11 @@ def test_the_bundles_check_names_what_the_grade_names_on_public_cases(graded):
         assert len(f.grade) >= 20, f.report(verbose=True)      # the grade names enough to count
         assert f.carried >= BUNDLE_SHARE * len(f.grade), f.report(verbose=True)
         assert not f.extra, f.report(verbose=True)
+    # docs/naming-mistakes.md shows what `autograder diagnose-eval` prints for these figures.
+    page = (ROOT / "docs" / "naming-mistakes.md").read_text()
+    for f in figures.values():
+        for line in f.report().splitlines():
+            assert line in page, f"docs/naming-mistakes.md lacks {line!r}: {f.report()}"
 
 
 def test_fixed_rank_feedback_says_what_the_code_assumes_and_what_to_do(graded):
@@ -132,6 +137,10 @@ def test_fixed_rank_feedback_says_what_the_code_assumes_and_what_to_do(graded):
     assert "transpose(-2, -1)" in first.hint and "*x.shape[:-1]" in first.hint
     # Shown once per question, under the first failing case, in every output.
     assert q.feedback().count("any number of leading dimensions") == 1
+    # merge_heads, failing the same way on another rank, says its own part and points up.
+    assert "`merge_heads` fails on 3-D inputs" in q.feedback()
+    assert "so it works for one number of dimensions only. The advice above applies here " \
+           "too." in q.feedback()
     numpy = render_question(results["numpy_unbatched_split_heads.py"].questions["split_heads"])
     assert "np.swapaxes(k, -2, -1)" in numpy.failing[0].hint
 
