@@ -41,6 +41,16 @@ def test_evaluation_meets_the_targets(evaluation):
     assert evaluation.named_wrong == 0, evaluation.report()
     assert evaluation.correct_diagnosed == 0, evaluation.report()
     assert evaluation.meets()
+    # docs/naming-mistakes.md's row for this corpus gives the figures the command prints.
+    row = next(line for line in (ROOT / "docs" / "naming-mistakes.md").read_text().splitlines()
+               if line.startswith("| torch `wrong/`"))
+    cases = re.search(r"failing cases of wrong submissions with a diagnosis: (\d+)/(\d+)",
+                      evaluation.report()).groups()
+    assert f"({n} files" in row and f"| {evaluation.named_right}/{n} name the right" in row, row
+    assert f"{cases[0]} of {cases[1]} failing cases" in row, (row, evaluation.report())
+    correct = next(line for line in (ROOT / "docs" / "naming-mistakes.md").read_text()
+                   .splitlines() if line.startswith("| torch `correct/`"))
+    assert f"({len(evaluation.correct)} files)" in correct, correct
 
 
 def test_corpus_headers_name_catalogue_mistakes(assignment):
