@@ -174,7 +174,7 @@ def test_the_flag_reaches_the_terminal_the_feedback_files_and_the_report(grade, 
     result = grade(HOSTILE / "patch_engine_hides_forbidden_call.py")
     result.student = "mallory"
     assert INTEGRITY_MESSAGE in submission_text(result)
-    assert "[FLAG] softmax: 0/6 (integrity)" in submission_text(result)
+    assert f"[FLAG] softmax: 0/{max_points('softmax'):g} (integrity)" in submission_text(result)
     honest = grade(HOSTILE / "honest.py")
     honest.student = "alice"
     files = write_reports(tmp_path, assignment, [result, honest])

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from markdown_it import MarkdownIt
 
-from helpers import AUTOGRADED_MAX, MAX_SCORE, WRITTEN_POINTS
+from helpers import AUTOGRADED_MAX, MAX_SCORE, WRITTEN_POINTS, cases_of, max_points
 from hostile_names import MARKDOWN_FORGER as FORGER
 from hostile_names import MARKDOWN_NAME as NAME
 from hostile_names import MARKDOWN_RAISE as RAISE
@@ -56,12 +56,12 @@ def test_messages_and_quoted_code_add_nothing(feedback: Path):
         [f"**Total: {total}**"]
     line = (feedback.parent.parent / "class" / FORGER / "attention.py").read_text() \
         .splitlines().index(f"    {RAISE}") + 1
-    i = lines.index("## softmax: 0 / 6 (error)")
+    i = lines.index(f"## softmax: 0 / {max_points('softmax'):g} (error)")
     assert lines[i + 2:i + 5] == [
         f"- ❌ case *lesson: softmax(\\[1, 2, 3\\])*: {FORGED} (line {line} of attention.py, "
         f"in softmax: {QUOTED})",
         FORGED_MORE,
-        "  - (and 5 more case(s) with the same problem)"]
+        f"  - (and {len(cases_of('softmax')) - 1} more case(s) with the same problem)"]
     tokens = _rendered(text)
     kinds = [t.type for t in tokens]
     assert "html_inline" not in kinds and "html_block" not in kinds

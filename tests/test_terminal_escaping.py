@@ -71,9 +71,10 @@ def test_check_escapes_the_students_own_messages(hostile_class: Path):
     _no_controls(r.stdout)
     line = _forger_source().splitlines().index(f"    {RAISE}") + 1
     lines = r.stdout.splitlines()
-    i = lines.index("  [ERR ] softmax: 0/3 (error)")
+    public = [c for c in cases_of("softmax") if not c.hidden]
+    i = lines.index(f"  [ERR ] softmax: 0/{sum(c.points for c in public):g} (error)")
     assert lines[i + 1:i + 3] == [
         "         case   'lesson: softmax([1, 2, 3])': " + MESSAGE.format(line=line),
-        "               (and 2 more case(s) with the same problem)"]
+        f"               (and {len(public) - 1} more case(s) with the same problem)"]
     honest = run_cli("check", str(hostile_class / "honest" / "attention.py"), "-a", "attention")
     assert honest.returncode == 0 and "All public checks pass." in honest.stdout

@@ -5,14 +5,13 @@ import csv
 import io
 import json
 
-from helpers import AUTOGRADED_MAX, MAX_SCORE, QUESTIONS, WRITTEN
+from helpers import AUTOGRADED_MAX, MAX_SCORE, QUESTIONS, WRITTEN, max_points
 from hostile_names import CSV_NAMES
 
 from autograder.safetext import csv_cell
 
 HONEST = "Ada Lovelace"
-FULL = {"softmax": "6", "attention": "6", "mask": "6", "split_heads": "5", "multi_head": "6",
-        "block": "6"}
+FULL = {q: f"{max_points(q):g}" for q in QUESTIONS}
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 

@@ -52,7 +52,7 @@ def test_mask_ignored_shows_weight_above_the_diagonal(corpus_results, tmp_path):
     assert mask["expected"][0][1:] == [0.0, 0.0] and mask["got"][0][1] > 0.1
     assert (mask["rows"], mask["cols"]) == ("query", "key")
     assert "picture" not in str([c for q in result.to_json()["questions"].values()
-                                 for c in q["cases"] if c["hidden"]])
+                                 for c in q.get("cases", []) if c["hidden"]])
     found = _in_browser(_page(result, "Attention", tmp_path / "feedback.html"),
                         tmp_path / "feedback.png")
     assert found["images"] and all(i["loaded"] for i in found["images"]), found

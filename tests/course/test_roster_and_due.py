@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import ROOT, SUBMISSIONS, cli_in_process, git, make_repo
+from helpers import ROOT, SUBMISSIONS, cli_in_process, git, make_repo, max_points
 
 from autograder.course import git_history
 from autograder.course.classlist import Student, discover
@@ -20,6 +20,7 @@ from autograder.course.roster import AMBIGUOUS, Member, class_prefix, join, load
 
 CORRECT = SUBMISSIONS / "correct" / "einsum_style.py"
 WRONG = SUBMISSIONS / "wrong" / "softmax_no_max_subtraction.py"
+SOFTMAX = max_points("softmax")     # these runs grade the softmax question only
 TEMPLATE = ROOT / "student_template" / "attention.py"
 DUE = "2026-12-01T23:59:00+01:00"
 
@@ -345,7 +346,7 @@ def test_roster_rows(term):
 def test_due_date_rows(term):
     rows = {r["identifier"]: r for r in term["due"]["rows"]}
     ann = rows["1001"]
-    assert float(ann["total"]) == 6 and ann["later_commits"] == "1"   # the correct, on-time one
+    assert float(ann["total"]) == SOFTMAX and ann["later_commits"] == "1"   # the correct, on-time one
     assert float(ann["late_by_hours"]) == pytest.approx(9.02, abs=0.01)
     assert ann["commit"] and ann["committed"].startswith("2026-12-01T20:00:00+01:00")
     assert ann["adjusted_total"] == ann["total"]
@@ -353,7 +354,7 @@ def test_due_date_rows(term):
     assert bo["status"] == "missing" and "no submission before the due date" in bo["error"]
     assert float(bo["total"]) == 0
     cy = rows["1003"]
-    assert float(cy["total"]) == 6 and cy["commit"] == ""
+    assert float(cy["total"]) == SOFTMAX and cy["commit"] == ""
     data = {s.get("identifier"): s for s in term["due"]["json"]["submissions"]}
     assert any("not a git repository" in n for n in data["1003"]["notes"])
     assert "@" in data["1001"]["path"] and ".due" not in data["1001"]["path"]
@@ -362,12 +363,12 @@ def test_due_date_rows(term):
 def test_late_policy_adjusts_a_separate_column(term):
     rows = {r["identifier"]: r for r in term["late"]["rows"]}
     ann = rows["1001"]   # the latest (wrong) commit, 9 h late: one day, 10%
-    assert ann["days_late"] == "1" and float(ann["total"]) < 6
+    assert ann["days_late"] == "1" and float(ann["total"]) < SOFTMAX
     assert ann["committed"].startswith("2026-12-02T09:00:00+01:00")   # the commit graded
     assert float(ann["adjusted_total"]) == pytest.approx(float(ann["total"]) * 0.9)
     bo = rows["1002"]    # 1 day and 21 h late (20:00 UTC two days on): 2 days, 20%
-    assert bo["days_late"] == "2" and float(bo["total"]) == 6
-    assert float(bo["adjusted_total"]) == pytest.approx(4.8)
+    assert bo["days_late"] == "2" and float(bo["total"]) == SOFTMAX
+    assert float(bo["adjusted_total"]) == pytest.approx(SOFTMAX * 0.8)
 
 
 def test_lms_gradebook_file(term):
@@ -376,7 +377,7 @@ def test_lms_gradebook_file(term):
                       "Attention from scratch (PyTorch)"]
     body = {row[1]: row for row in lms[1:]}
     assert set(body) == {"1001", "1002", "1003", "'@SUM(A1)"}    # the unmatched folder is not
-    assert body["1001"][0] == "Ann A" and body["1001"][4] == "6"
+    assert body["1001"][0] == "Ann A" and body["1001"][4] == f"{SOFTMAX:g}"
     assert body["1002"][4] == "0"
     late = {row[1]: row[4] for row in term["late"]["lms"][1:]}
-    assert float(late["1002"]) == pytest.approx(4.8)             # the adjusted total
+    assert float(late["1002"]) == pytest.approx(SOFTMAX * 0.8)             # the adjusted total

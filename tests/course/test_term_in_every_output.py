@@ -12,12 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from helpers import ROOT, SUBMISSIONS, cli_in_process, make_repo
+from helpers import ROOT, SUBMISSIONS, cli_in_process, make_repo, max_points
 
 CORRECT = SUBMISSIONS / "correct" / "einsum_style.py"
 WRONG = SUBMISSIONS / "wrong" / "softmax_no_max_subtraction.py"
 TEMPLATE = ROOT / "student_template" / "attention.py"
 DUE = "2026-12-01T23:59:00+01:00"
+# These runs grade the softmax question only: its points, and a day late's 10 % off them.
+S = f"{max_points('softmax'):g}"
+LATE = f"{max_points('softmax') * 0.9:g}"
 # Emoji and the symbol blocks a browser without the emoji fonts shows as boxes.
 EMOJI = re.compile("[\U0001F000-\U0001FAFF\u2600-\u27BF\u2B00-\u2BFF\uFE0F]")
 
@@ -75,8 +78,8 @@ def _student_row(report: str, name: str) -> str:
 def test_the_late_penalty_is_in_the_terminal_table(runs):
     stdout = runs["late"]["stdout"]
     assert "days late  adjusted" in stdout.splitlines()[0]
-    assert _terminal_row(stdout, "hw1-bob")[-3:] == ["6/6", "1", "5.4"]
-    assert _terminal_row(stdout, "hw1-ann")[-3:] == ["6/6", "0", "6"]
+    assert _terminal_row(stdout, "hw1-bob")[-3:] == [f"{S}/{S}", "1", LATE]
+    assert _terminal_row(stdout, "hw1-ann")[-3:] == [f"{S}/{S}", "0", S]
     assert "adjusted: the total less 10 % per day late (a started day counts), at most 50 %" \
         in stdout
     assert "days late" not in runs["due"]["stdout"]      # no policy, no column
@@ -84,20 +87,22 @@ def test_the_late_penalty_is_in_the_terminal_table(runs):
 
 def test_the_late_penalty_is_in_the_feedback(runs):
     feedback = runs["late"]["feedback"]
-    assert "**Total: 5.4 / 6 (6 less 10 % for 1 day late)**" in feedback["bob.md"]
-    assert "Total: <b>5.4 / 6 (6 less 10 % for 1 day late)</b>" in feedback["bob.html"]
-    assert "**Total: 6 / 6**" in feedback["ann.md"]
-    assert runs["late"]["rows"]["hw1-bob"]["adjusted_total"] == "5.4"      # what the LMS gets
+    assert f"**Total: {LATE} / {S} ({S} less 10 % for 1 day late)**" in feedback["bob.md"]
+    assert f"Total: <b>{LATE} / {S} ({S} less 10 % for 1 day late)</b>" in feedback["bob.html"]
+    assert f"**Total: {S} / {S}**" in feedback["ann.md"]
+    assert runs["late"]["rows"]["hw1-bob"]["adjusted_total"] == LATE      # what the LMS gets
 
 
 def test_the_report_counts_the_adjusted_totals(runs):
     report = runs["late"]["report"]
     bob = _student_row(report, "hw1-bob")
-    assert re.search(r'<td class="num">6/6</td>\s*<td class="num">1</td>'
-                     r'<td class="num"><b>5.4</b>/6</td>', bob)
-    # The mean of the totals that count, the missing student left out: (6 + 5.4 + 5 + 0) / 4
-    # (raw totals would give 4.2; counting Dee as 0, 3.3).
-    assert re.search(r"mean adjusted total<b>4\.1</b>", report)
+    assert re.search(rf'<td class="num">{S}/{S}</td>\s*<td class="num">1</td>'
+                     rf'<td class="num"><b>{re.escape(LATE)}</b>/{S}</td>', bob)
+    # The mean of the totals that count, the missing student left out: ann's full marks, bob's
+    # a day late, carl's (NaN in one case) and cy's 0, over 4.
+    carl = float(runs["late"]["rows"]["hw1-carl"]["adjusted_total"])
+    mean = (float(S) + float(LATE) + carl + 0) / 4
+    assert re.search(rf"mean adjusted total<b>{mean:.1f}</b>", report), mean
     rule = re.search(r'id="statistics-rule">([^<]*)<', report).group(1)
     assert "use the adjusted total (the total less 10 % per day late" in rule
     assert "The 1 missing student (no submission) is not counted in any statistic" in rule
@@ -109,14 +114,14 @@ def test_the_report_counts_the_adjusted_totals(runs):
 
 def test_a_missing_roster_student_is_missing_everywhere(runs):
     for run in (runs["due"], runs["late"]):
-        assert _terminal_row(run["stdout"], "Dee")[1:3] == ["missing", "0/6"]
+        assert _terminal_row(run["stdout"], "Dee")[1:3] == ["missing", f"0/{S}"]
         row = run["rows"]["Dee"]
         assert (row["status"], row["file"]) == ("missing", "")
         data = run["json"]["Dee"]
         assert data["status"] == "missing" and data["path"] == ""
         assert data["questions"]["softmax"]["status"] == "missing"
         assert {c["status"] for c in data["questions"]["softmax"]["cases"]} == {"missing"}
-        assert "## softmax: 0 / 6 (missing)" in run["feedback"]["dee.md"]
+        assert f"## softmax: 0 / {S} (missing)" in run["feedback"]["dee.md"]
         assert "(error)" not in run["feedback"]["dee.md"]
         report = run["report"]
         assert "error: " not in _section(report, "<h2>Questions</h2>")
@@ -140,7 +145,7 @@ def test_work_only_after_the_due_time_is_missing_not_attempted(runs):
                             "only the template); 1 later commit (the latest 20 h late)")
     assert float(bob["total"]) == 0 and bob["adjusted_total"] == "0"
     assert run["json"]["hw1-bob"]["later_commits"] == 1
-    assert _terminal_row(run["stdout"], "hw1-bob")[1:3] == ["missing", "0/6"]
+    assert _terminal_row(run["stdout"], "hw1-bob")[1:3] == ["missing", f"0/{S}"]
     assert "<td>hw1-bob</td>" in _section(run["report"], '<h2 id="missing">')
     # The template with nothing after it is not a missing submission: it was not attempted.
     cy = run["rows"]["hw1-cy"]

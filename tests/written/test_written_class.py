@@ -105,7 +105,7 @@ def test_a_csv_import_reaches_grades_json_the_feedback_and_the_gradebook(run, tm
     assert "Say what it does to learning." in md and "(+1)" in md
     html = (out / "feedback" / "ann.html").read_text()
     assert "why_scale (written): 2/3" in html
-    assert _gradebook(out)["Ann"] == "8" and _gradebook(out)["Bob"] == "8"
+    assert _gradebook(out)["Ann"] == _gradebook(out)["Bob"] == f"{SOFTMAX + 2:g}"
     report = (out / "report.html").read_text()
     assert "Written questions (graded by hand)" in report
     assert "how often each rubric item applied" in report
