@@ -21,6 +21,7 @@ from types import ModuleType
 from .project import ASSIGNMENTS_DIR
 from .safetext import shown_path
 from .sandbox.limits import Limits
+from .written.spec import WrittenError, WrittenQuestion, load_written
 
 
 class AssignmentError(Exception):
@@ -59,6 +60,8 @@ class Assignment:
     limits: Limits
     config: dict = field(default_factory=dict)
     answers: list[str] = field(default_factory=list)
+    # Questions answered in words and graded by hand (written.toml; written/spec.py).
+    written: list[WrittenQuestion] = field(default_factory=list)
 
     @property
     def snapshot_dir(self) -> Path:
@@ -193,7 +196,14 @@ def load_assignment(name_or_path: str | Path) -> Assignment:
                                   "`NAME = None` lines of the template")
         questions.append(QuestionInfo(q["id"], list(q.get("functions", [])), test_file,
                                       list(q.get("answers", []))))
+    model_answers = config.get("written_answers")
+    try:
+        written = load_written(root, _resolve(root, base, model_answers)
+                               if isinstance(model_answers, str) else None)
+    except WrittenError as e:
+        raise AssignmentError(str(e)) from e
     return Assignment(
+        written=written,
         name=config["name"], title=config.get("title", config["name"]), root=root,
         student_file=config["student_file"], template=template,
         reference_path=reference_path if reference_path and reference_path.exists() else None,

@@ -10,6 +10,7 @@ from .render import render_question
 from .results import QuestionResult, SubmissionResult
 from .safetext import visible
 from .status import MARKS, SHORT
+from .written.render import terminal_lines
 
 
 def _num(x: float) -> str:
@@ -47,15 +48,23 @@ def review_mark(result: SubmissionResult) -> str:
     return "FLAG" if result.integrity else ""
 
 
-def submission_text(result: SubmissionResult, *, show_passed: bool = False) -> str:
+def submission_text(result: SubmissionResult, *, show_passed: bool = False,
+                    check: bool = False) -> str:
+    """`check`: the student's own check, whose total leaves out the written questions (they
+    are graded by hand: it only says which are still unanswered)."""
     mark = review_mark(result)
-    lines = [f"{visible(result.path)}: {_num(result.score)}/{_num(result.max_score)}"
+    score, top = result.score, result.max_score
+    if check:
+        score = round(sum(q.score for q in result.questions.values()), 6)
+        top = round(sum(q.max_score for q in result.questions.values()), 6)
+    lines = [f"{visible(result.path)}: {_num(score)}/{_num(top)}"
              + (f"  [{mark}: flagged for review]" if mark else "")]
     if result.error:
         lines.append(f"  problem: {visible(result.error)}")
     lines += [f"  {visible(n)}" for n in result.notes]
     for q in result.questions.values():
         lines += ["  " + line for line in question_lines(q, show_passed=show_passed)]
+    lines += ["  " + line for line in terminal_lines(result.written, check=check)]
     return "\n".join(lines)
 
 

@@ -28,6 +28,7 @@ from .sandbox.session import MalformedReply, WorkerSession, WorkerStopped, forbi
 from .static_scan import ScanResult, scan_source
 from .intake.submissions import Submission, UnreadableSubmission, read_submission
 from .memo.tensor_cache import TensorMemo
+from .written import collect as written_collect
 
 # Every submission gets the same inputs: their encodings are made once per grading process.
 _INPUT_ENCODINGS = TensorMemo()
@@ -197,18 +198,48 @@ def grade_submission(assignment: Assignment, path: Path, sandbox: Sandbox,
     for a fault of the grader on this one submission (that becomes its row, an internal error);
     only a sandbox that cannot run at all (SandboxError) ends the caller's run."""
     shown = display_path or str(path)
+    seen = _Seen()
     try:
-        return _grade_submission(assignment, path, sandbox, limits, questions, shown,
-                                 include_hidden)
+        result = _grade_submission(assignment, path, sandbox, limits, questions, shown,
+                                   include_hidden, seen)
     except MalformedReply as e:
-        return malformed_reply(assignment, shown, e.detail, include_hidden=include_hidden,
-                               sandbox=sandbox.description)
+        result = malformed_reply(assignment, shown, e.detail, include_hidden=include_hidden,
+                                 sandbox=sandbox.description)
     except SandboxError:
         raise
     except Exception as e:  # noqa: BLE001 - one submission must never end a class run
         report_internal_error(shown, e)
-        return internal_error(assignment, shown, e, include_hidden=include_hidden,
-                              sandbox=sandbox.description)
+        result = internal_error(assignment, shown, e, include_hidden=include_hidden,
+                                sandbox=sandbox.description)
+    return with_written_answers(assignment, result, seen.submission, seen.texts, questions)
+
+
+class _Seen:
+    """What grading read of a submission that its written answers come from, whatever way
+    the grading ended: the file as read, and the worker's report of its text variables."""
+
+    def __init__(self) -> None:
+        self.submission: Submission | None = None
+        self.texts: dict = {}
+
+
+def with_written_answers(assignment: Assignment, result: SubmissionResult,
+                         sub: Submission | None, reported: dict | None = None,
+                         questions: list[str] | None = None) -> SubmissionResult:
+    """The result with its written answers (`written/collect.py`): from the notebook's tagged
+    Markdown cells, the module's strings as reported, else the source read without running
+    it. Unanswered (0 points) when the file could not be read."""
+    asked = [q for q in assignment.written if questions is None or q.id in questions]
+    if not asked:
+        return result
+    if sub is None:
+        result.written = written_collect.unanswered(asked)
+    else:
+        result.written = written_collect.answers(
+            asked, reported=reported, source=sub.source,
+            markdown=written_collect.from_markdown(sub.tagged_markdown, [q.id for q in asked]))
+    result.notes += [n for w in result.written.values() for n in w.notes]
+    return result
 
 
 def report_internal_error(shown: str, error: BaseException) -> None:
@@ -225,7 +256,7 @@ def report_internal_error(shown: str, error: BaseException) -> None:
 
 def _grade_submission(assignment: Assignment, path: Path, sandbox: Sandbox,
                       limits: Limits | None, questions: list[str] | None, shown: str,
-                      include_hidden: bool) -> SubmissionResult:
+                      include_hidden: bool, seen: _Seen) -> SubmissionResult:
     limits = limits or assignment.limits
     start = time.monotonic()
     policy = integrity.tamper_policy(assignment)
@@ -234,6 +265,7 @@ def _grade_submission(assignment: Assignment, path: Path, sandbox: Sandbox,
     except UnreadableSubmission as e:
         return failed_everywhere(assignment, shown, CaseStatus.ERROR, str(e),
                                  include_hidden=include_hidden, sandbox=sandbox.description)
+    seen.submission = sub
     notes = list(sub.notes)
     cells = None
     filename = assignment.student_file
@@ -275,7 +307,8 @@ def _grade_submission(assignment: Assignment, path: Path, sandbox: Sandbox,
     session = WorkerSession(sandbox, sub.source, filename,
                             Path(assignment.student_file).stem, list(assignment.api), limits,
                             cells=cells, answers=list(assignment.answers),
-                            memo=_INPUT_ENCODINGS, schedule=schedule)
+                            memo=_INPUT_ENCODINGS, schedule=schedule,
+                            texts=[q.id for q in assignment.written])
     try:
         try:
             loaded = session.start()
@@ -288,6 +321,7 @@ def _grade_submission(assignment: Assignment, path: Path, sandbox: Sandbox,
             return finish(failed_everywhere(assignment, shown, status, message,
                                             include_hidden=include_hidden,
                                             sandbox=sandbox.description))
+        seen.texts = loaded.texts
         env: dict[str, Any] = {}
         for name in assignment.api:
             info = loaded.defined.get(name)
@@ -333,18 +367,21 @@ def _grade_submission(assignment: Assignment, path: Path, sandbox: Sandbox,
 
 def check_in_process(assignment: Assignment, path: Path,
                      questions: list[str] | None = None) -> SubmissionResult:
-    """A student's own check: public cases only, their code in this process (no sandbox)."""
+    """A student's own check: public cases only, their code in this process (no sandbox).
+    Written answers are collected (`check` says which are unanswered), never scored."""
     shown = str(path)
     try:
         sub = read_submission(path)
     except UnreadableSubmission as e:
-        return failed_everywhere(assignment, shown, CaseStatus.ERROR, str(e), include_hidden=False)
+        return with_written_answers(assignment, failed_everywhere(
+            assignment, shown, CaseStatus.ERROR, str(e), include_hidden=False), None)
     if sub.cells is not None:
         return _check_notebook_in_process(assignment, path, sub, questions)
     source = sub.source
     syntax = _syntax_message(source, str(path))
     if syntax:
-        return failed_everywhere(assignment, shown, CaseStatus.ERROR, syntax, include_hidden=False)
+        return with_written_answers(assignment, failed_everywhere(
+            assignment, shown, CaseStatus.ERROR, syntax, include_hidden=False), sub)
     module_name = Path(assignment.student_file).stem
     from .sandbox.worker import load_student_module
 
@@ -357,10 +394,17 @@ def check_in_process(assignment: Assignment, path: Path,
         if isinstance(exc, KeyboardInterrupt):
             raise
         status, message = _load_failure(describe_error(exc), CaseStatus.ERROR)
-        return failed_everywhere(assignment, shown, status, message, include_hidden=False)
+        return with_written_answers(assignment, failed_everywhere(
+            assignment, shown, status, message, include_hidden=False), sub)
     env = student_env(assignment, module)
-    return _unchecked_note(grade_functions(assignment, shown, lambda q: env,
-                                           include_hidden=False, questions=questions))
+    result = _unchecked_note(grade_functions(assignment, shown, lambda q: env,
+                                             include_hidden=False, questions=questions))
+    return with_written_answers(assignment, result, sub, _module_texts(assignment, module),
+                                questions)
+
+
+def _module_texts(assignment: Assignment, module) -> dict:
+    return written_collect.from_module(module.__dict__, [q.id for q in assignment.written])
 
 
 def _unchecked_note(result: SubmissionResult) -> SubmissionResult:
@@ -395,4 +439,5 @@ def _check_notebook_in_process(assignment: Assignment, path: Path, sub: Submissi
     result = grade_functions(assignment, str(path), lambda q: env, include_hidden=False,
                              questions=questions)
     result.notes += in_cell_order(sub.notes + notes + cell_error_notes(errors, path.name))
-    return _unchecked_note(result)
+    return with_written_answers(assignment, _unchecked_note(result), sub,
+                                _module_texts(assignment, module), questions)

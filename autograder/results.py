@@ -6,6 +6,7 @@ from typing import Any, Iterable
 
 from .render import render_question
 from .status import CaseStatus, QuestionStatus, question_status
+from .written.answer import WrittenAnswer, is_written
 
 
 @dataclass
@@ -100,14 +101,18 @@ class SubmissionResult:
     # "scan-cut-short", and costs nothing ("scan_cut_short" in the review says why).
     integrity: list[dict] = field(default_factory=list)
     integrity_review: dict | None = None
+    # Written questions (graded by hand): in the totals with their score, 0 while they wait.
+    written: dict[str, WrittenAnswer] = field(default_factory=dict)
 
     @property
     def score(self) -> float:
-        return round(sum(q.score for q in self.questions.values()), 6)
+        return round(sum(q.score for q in self.questions.values())
+                     + sum(w.points for w in self.written.values()), 6)
 
     @property
     def max_score(self) -> float:
-        return round(sum(q.max_score for q in self.questions.values()), 6)
+        return round(sum(q.max_score for q in self.questions.values())
+                     + sum(w.max_score for w in self.written.values()), 6)
 
     @property
     def missing(self) -> bool:
@@ -120,6 +125,9 @@ class SubmissionResult:
         data = {"path": self.path, "score": self.score, "max_score": self.max_score,
                 "error": self.error, "sandbox": self.sandbox, "seconds": round(self.seconds, 3),
                 "questions": {k: q.to_json() for k, q in self.questions.items()}}
+        if self.written:
+            data["questions"].update({k: w.to_json() for k, w in self.written.items()})
+            data["written_pending"] = sum(w.waiting for w in self.written.values())
         if self.student is not None:
             data["student"] = self.student
         if self.notes:
@@ -149,12 +157,15 @@ def question_from_json(qid: str, q: dict) -> QuestionResult:
 
 def submission_from_json(data: dict) -> SubmissionResult:
     """Rebuild a result from `SubmissionResult.to_json` (used by the cache of class grading)."""
-    questions = {qid: question_from_json(qid, q) for qid, q in data["questions"].items()}
+    questions = {qid: question_from_json(qid, q) for qid, q in data["questions"].items()
+                 if not is_written(q)}
+    written = {qid: WrittenAnswer.from_json(qid, q) for qid, q in data["questions"].items()
+               if is_written(q)}
     return SubmissionResult(data["path"], questions, error=data.get("error"),
                             sandbox=data.get("sandbox"), seconds=data.get("seconds", 0.0),
                             student=data.get("student"), notes=list(data.get("notes", [])),
                             integrity=list(data.get("integrity", [])),
-                            integrity_review=data.get("integrity_review"))
+                            integrity_review=data.get("integrity_review"), written=written)
 
 
 # ------------------------------------------------------------------ named mistakes

@@ -91,3 +91,31 @@ def transformer_block(x, params, n_heads, mask=None):
     Returns a tensor shaped like x.
     """
     raise NotImplementedError("transformer_block")
+
+
+# Written questions (graded by hand): answer each in your own words, a few sentences,
+# in the string under its prompt. `autograder check` lists the ones still empty; a
+# grader scores them after you submit.
+
+# why_scale (3 points): Scaled dot-product attention divides the scores Q K^T by sqrt(d_k)
+# before the softmax. Explain why: what happens to the scores as d_k grows, what that does to
+# the softmax, and why that is bad for learning.
+why_scale = """
+"""
+
+# why_causal_mask (3 points): A model that predicts the next token (or the next action) is
+# trained with a causal mask. Explain what the mask does to the attention weights, and why
+# training without it would go wrong.
+why_causal_mask = """
+"""
+
+# why_positions (2 points): Why does a transformer need position information added to its
+# inputs? Use what happens to self-attention's output when the input tokens are shuffled.
+why_positions = """
+"""
+
+# why_quadratic (2 points): Attention's cost grows quadratically with the sequence length T.
+# Explain where the square comes from, and what doubling T does to one head's table of attention
+# weights.
+why_quadratic = """
+"""

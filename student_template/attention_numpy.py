@@ -110,3 +110,27 @@ weights_row_sum = None
 # 6. Does shuffling the tokens change anything in self-attention's output besides the order
 #    of its rows? True or False.
 shuffling_changes_more_than_order = None
+
+
+# Written questions (graded by hand): answer each in your own words, a few sentences,
+# in the string under its prompt. `autograder check` lists the ones still empty; a
+# grader scores them after you submit.
+
+# why_scale (3 points): In the lesson's experiment with random vectors, the biggest softmax
+# weight without scaling was 1.0 for d = 64 and d = 1024, but 0.51 and 0.41 once the scores were
+# divided by sqrt(d). Explain what causes this, and why a weight of 1.0 on one key is a problem
+# for a model that is being trained.
+why_scale = """
+"""
+
+# why_causal_mask (3 points): Your causal_mask is True above the diagonal. When a model learns
+# to predict the next token (or the robot's next action), why must those positions be blocked
+# during training, and what would happen if they were not?
+why_causal_mask = """
+"""
+
+# why_positions (2 points): The lesson shuffles five tokens and compares self-attention's
+# outputs before and after. What does it find, and why does that mean position information has
+# to be added to the inputs?
+why_positions = """
+"""

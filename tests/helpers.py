@@ -21,6 +21,19 @@ QUESTIONS = ["softmax", "attention", "mask", "split_heads", "multi_head", "block
 # `autograder grade` graded every row: 0, or 4 when some row needs the instructor (tampering,
 # review, internal error; `course/needs_instructor.py`). Classes of attacks end with either.
 GRADED = (0, 4)
+# The torch track's written questions (graded by hand): in every row's maximum, 0 points while
+# unanswered (no file of the corpus answers them), pending once answered.
+WRITTEN = ["why_scale", "why_causal_mask", "why_positions", "why_quadratic"]
+WRITTEN_POINTS = {"why_scale": 3, "why_causal_mask": 3, "why_positions": 2, "why_quadratic": 2}
+WRITTEN_MAX = sum(WRITTEN_POINTS.values())
+AUTOGRADED_MAX = 35
+MAX_SCORE = AUTOGRADED_MAX + WRITTEN_MAX
+
+
+def autograded(questions: dict) -> dict:
+    """A grades.json row's questions without the written ones."""
+    return {k: v for k, v in questions.items()
+            if not (isinstance(v, dict) and v.get("kind") == "written")}
 
 
 def read_header(path: Path) -> dict[str, str]:
@@ -108,14 +121,15 @@ def snapshot_differences(got, want, path: str = "", tol: tuple | None = None) ->
 
 def copy_assignment(dest: Path, name: str = "attention", extra_toml: str = "") -> Path:
     """A copy of an assignment folder at `dest` (its example class left out), its
-    project-relative template and reference made absolute, `extra_toml` appended to its
-    assignment.toml: for tests that change an assignment without touching the real one."""
+    project-relative template, reference and model answers made absolute, `extra_toml`
+    appended to its assignment.toml: for tests that change an assignment without touching the
+    real one."""
     import shutil
 
     shutil.copytree(ROOT / "assignments" / name, dest,
                     ignore=shutil.ignore_patterns("__pycache__", "examples"))
     toml = (dest / "assignment.toml").read_text()
-    for key in ("template", "reference"):
+    for key in ("template", "reference", "written_answers"):
         toml = re.sub(rf'^{key} = "(.*)"$', lambda m: f'{key} = "{ROOT / m.group(1)}"', toml,
                       count=1, flags=re.M)
     (dest / "assignment.toml").write_text(toml + extra_toml)

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers import QUESTIONS, ROOT, SUBMISSIONS, cli_in_process, copy_assignment, run_cli
+from helpers import (MAX_SCORE, QUESTIONS, ROOT, SUBMISSIONS, WRITTEN, cli_in_process,
+                     copy_assignment, run_cli)
 
 
 def test_student_check_of_the_template(tmp_path):
@@ -50,12 +51,16 @@ def test_grade_json_contract(tmp_path):
     assert len(paths) == 1 + len(list((SUBMISSIONS / "broken").glob("*.py")))
     for s in data["submissions"]:
         assert set(s) >= {"path", "score", "max_score", "error", "questions"}
-        assert list(s["questions"]) == QUESTIONS
+        assert list(s["questions"]) == QUESTIONS + WRITTEN
         for q in s["questions"].values():
             assert set(q) >= {"score", "max_score", "status", "feedback"}
             assert isinstance(q["feedback"], str)
+        for qid in WRITTEN:   # unanswered: 0 points, nothing waits for a grader
+            assert s["questions"][qid]["kind"] == "written"
+            assert (s["questions"][qid]["score"], s["questions"][qid]["status"]) == \
+                (0, "not attempted")
     first = data["submissions"][0]
-    assert first["score"] == first["max_score"] == 35
+    assert first["score"] == 35 and first["max_score"] == MAX_SCORE
     assert "sandbox:" in r.stdout
 
 

@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 from markdown_it import MarkdownIt
 
+from helpers import MAX_SCORE, WRITTEN_POINTS
 from hostile_names import MARKDOWN_FORGER as FORGER
 from hostile_names import MARKDOWN_NAME as NAME
 from hostile_names import MARKDOWN_RAISE as RAISE
@@ -45,8 +46,11 @@ def test_messages_and_quoted_code_add_nothing(feedback: Path):
     scores = forger_scores()
     assert [x for x in lines if x.startswith("#")] == [
         f"# {TITLE}: feedback for {FORGER}",
-        *(f"## {q}: {s:g} / {m:g} ({forger_status(s, m)})" for q, (s, m) in scores.items())]
-    total = f"{sum(s for s, _ in scores.values()):g} / {sum(m for _, m in scores.values()):g}"
+        *(f"## {q}: {s:g} / {m:g} ({forger_status(s, m)})" for q, (s, m) in scores.items()),
+        *(f"## {q} (written): 0/{m} (not answered: 0 points)"
+          for q, m in WRITTEN_POINTS.items())]
+    most = sum(m for _, m in scores.values()) + sum(WRITTEN_POINTS.values())
+    total = f"{sum(s for s, _ in scores.values()):g} / {most:g}"
     assert [x for x in lines if "Total" in x and not x.startswith(("- ❌", "  - \\| "))] == \
         [f"**Total: {total}**"]
     line = (feedback.parent.parent / "class" / FORGER / "attention.py").read_text() \
@@ -61,14 +65,14 @@ def test_messages_and_quoted_code_add_nothing(feedback: Path):
     kinds = [t.type for t in tokens]
     assert "html_inline" not in kinds and "html_block" not in kinds
     assert "link_open" not in kinds and "code_inline" not in kinds
-    assert [t.tag for t in tokens if t.type == "heading_open"] == ["h1"] + ["h2"] * 6
+    assert [t.tag for t in tokens if t.type == "heading_open"] == ["h1"] + ["h2"] * 10
     assert kinds.count("strong_open") == 1          # the real total only
 
 
 def test_a_name_is_shown_as_written(feedback: Path):
     text = (feedback / f"{safe_name(NAME)}.md").read_text()
     assert text.splitlines()[0] == f"# {TITLE}: feedback for {NAME_IN_FILE}"
-    assert "**Total: 35 / 35**" in text.splitlines()      # the honest student's own total
+    assert f"**Total: 35 / {MAX_SCORE}**" in text.splitlines()   # the honest student's own total
     tokens = _rendered(text)
     kinds = [t.type for t in tokens]
     assert "html_inline" not in kinds and "link_open" not in kinds
@@ -77,4 +81,4 @@ def test_a_name_is_shown_as_written(feedback: Path):
     assert f"<h1>{TITLE}: feedback for {NAME_IN_HTML}</h1>" in html
     assert "<a " not in html and "<b " not in html
     honest = (feedback / "honest.md").read_text()
-    assert "**Total: 35 / 35**" in honest.splitlines() and "❌" not in honest
+    assert f"**Total: 35 / {MAX_SCORE}**" in honest.splitlines() and "❌" not in honest

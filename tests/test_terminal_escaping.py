@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import QUESTIONS, run_cli
+from helpers import MAX_SCORE, QUESTIONS, run_cli
 from hostile_names import TERMINAL_FORGER as FORGER
 from hostile_names import TERMINAL_RAISE as RAISE
 from hostile_names import TERMINAL_SHOWN as SHOWN
@@ -44,14 +44,14 @@ def test_summary_and_feedback_escape_names_and_messages(hostile_names):
     assert len(rows) == hostile_names["students"]
     assert all(len(row) == len(lines[0]) for row in rows), rows    # columns stay aligned
     by_name = {row.split()[0]: row.split()[1:] for row in rows}
-    assert by_name[SHOWN] == ["6/6", "6/6", "6/6", "5/5", "6/6", "6/6", "35/35"]
+    assert by_name[SHOWN] == ["6/6", "6/6", "6/6", "5/5", "6/6", "6/6", f"35/{MAX_SCORE}"]
     scores = forger_scores()
     cells = [cell for score, most in scores.values()
              for cell in (["err"] if forger_status(score, most) == "error" else [])
              + [f"{score:g}/{most:g}"]]
-    total = f"{sum(s for s, _ in scores.values()):g}/{sum(m for _, m in scores.values()):g}"
+    total = f"{sum(s for s, _ in scores.values()):g}/{sum(m for _, m in scores.values()) + 10:g}"
     assert by_name[FORGER] == [*cells, total]
-    assert by_name["honest"] == ["6/6", "6/6", "6/6", "5/5", "6/6", "6/6", "35/35"]
+    assert by_name["honest"] == ["6/6", "6/6", "6/6", "5/5", "6/6", "6/6", f"35/{MAX_SCORE}"]
     assert not any(row.startswith("mallory") for row in rows)
     line = _forger_source().splitlines().index(f"    {RAISE}") + 1
     forger = lines.index(f"{hostile_class}/{FORGER}/attention.py: {total}")
@@ -59,7 +59,7 @@ def test_summary_and_feedback_escape_names_and_messages(hostile_names):
         "  [ERR ] softmax: 0/6 (error)",
         "         case   'lesson: softmax([1, 2, 3])': " + MESSAGE.format(line=line),
         "               (and 5 more case(s) with the same problem)"]
-    assert f"{hostile_class}/{SHOWN}/attention.py: 35/35" in lines
+    assert f"{hostile_class}/{SHOWN}/attention.py: 35/{MAX_SCORE}" in lines
     assert not any(x.startswith("[PASS]") for x in lines)   # the forged line is not a line
 
 

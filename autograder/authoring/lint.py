@@ -12,11 +12,12 @@ Each finding names the file, the line and the fix. Checked:
 * each public case's snapshot exists and, when the reference is at hand, is what the reference
   records today (stale snapshots make public cases fail as grader errors);
 * every case, hidden ones included, names a function the template defines and, when the
-  reference is at hand, passes against it (`lint_cases.py`).
+  reference is at hand, passes against it (`lint_cases.py`);
 * `[gradescope] hidden_visibility` keeps hidden points out of the total students see before
-  grades are published (`lint_platforms.py`).
+  grades are published (`lint_platforms.py`);
 * with the reference at hand, the catalogue of known mistakes (`lint_catalogue.py`): its rules
-  can ship and its table of outcomes on the public cases is fresh.
+  can ship and its table of outcomes on the public cases is fresh;
+* the written questions of `written.toml` (`lint_written.py`).
 
 Only `ast` and `tomllib` read the files, except for the staleness check, which runs the
 reference on the public cases as `autograder snapshot` does (nothing is written).
@@ -34,10 +35,12 @@ from pathlib import Path
 
 from ..assignment import _resolve, find_assignment_root, parse_answers, parse_api
 from ..sandbox.limits import Limits
+from .lint_written import lint_written, toml_finding
 from .lint_cases import function_names
 from .lint_platforms import gradescope_visibility
 
-TOP_KEYS = {"name", "title", "student_file", "template", "reference", "mistakes"}
+TOP_KEYS = {"name", "title", "student_file", "template", "reference", "mistakes",
+            "written_answers"}
 REQUIRED = ("name", "student_file", "template")
 # Tables and their keys; None: any key (`[outputs]` is keyed by function names).
 TABLES: dict[str, set[str] | None] = {
@@ -335,9 +338,7 @@ def lint(name_or_path: str | Path, *, snapshots: bool = True, reference: bool = 
     try:
         config = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
-        m = re.search(r"line (\d+)", str(e))
-        return [LintError(toml_path, int(m.group(1)) if m else 1, f"not valid TOML: {e}",
-                          "correct the syntax")]
+        return [toml_finding(toml_path, e, LintError)]
     where = _TomlLines(text)
     errors = _check_toml(toml_path, config, where)
     errors += [LintError(*f) for f in gradescope_visibility(
@@ -387,6 +388,11 @@ def lint(name_or_path: str | Path, *, snapshots: bool = True, reference: bool = 
                         f"the template does not define{_suggest(fn, api)}",
                         f"define `def {fn}(...)` in the template, or remove it from "
                         "`functions`"))
+    taken = {**{f: f"the function `{f}`" for f in api},
+             **{a: f"the answer variable `{a}`" for a in answers},
+             **{qid: f"the question {qid!r}" for qid, _ in questions}}
+    errors += lint_written(root, config, template if api or answers else None, taken,
+                           LintError, hidden_material=reference)
     if snapshots:
         fresh = None
         if reference and not errors and config.get("reference"):

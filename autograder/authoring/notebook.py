@@ -29,6 +29,7 @@ import nbformat
 from ..assignment import Assignment, load_assignment
 from ..cli.arguments import Parser, add_assignment_argument, run_entry_point
 from ..safetext import shown_path
+from ..written.notebook import written_cells
 
 _MARKER = re.compile(r"^<!--\s*(question:\s*([\w-]+)|end)\s*-->[ \t]*$", re.M)
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
@@ -200,13 +201,16 @@ def build_notebook(assignment: Assignment, source: str | None = None):
     # in its original order: consecutive statements on consecutive lines, functions apart.
     in_questions = {f for q in assignment.questions for f in q.functions}
     asked = {a for q in assignment.questions for a in q.answers}
+    # Written answers are Markdown cells of their own (written/notebook.py), not code.
+    written = {q.id for q in assignment.written}
     answers = {}
     for name, chunk in pieces:
         if name is None and assigned_name(chunk) in asked:
             answers[assigned_name(chunk)] = chunk
     setup = ""
     for name, chunk in pieces:
-        if name in in_questions or (name is None and assigned_name(chunk) in answers):
+        if name in in_questions or (name is None and assigned_name(chunk) in answers) or \
+                (name is None and assigned_name(chunk) in written):
             continue
         if setup:
             single = name is None and not setup.endswith("\n\n\n") and not _is_def(setup)
@@ -227,6 +231,7 @@ def build_notebook(assignment: Assignment, source: str | None = None):
             cells.append(_code(f"{q.id}-answers"[:64], "\n\n".join(
                 answers.get(a) or f"{a} = None" for a in q.answers)))
         cells.append(_code(f"{q.id}-check"[:64], f'grader.check("{q.id}")'))
+    cells += written_cells(assignment.written)
     if end:
         cells.append(_md("end", end))
     nb.cells = cells

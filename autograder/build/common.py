@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ..assignment import Assignment
 from ..platforms.gradescope import hidden_visibility
+from ..written.spec import public_toml, written_file
 from ..project import (ENGINE_DIR, PYPROJECT, TORCH_CPU_INDEX, constraint_pins, dependencies,
                        engine_files, normalize, requirement_name)
 
@@ -175,7 +176,7 @@ def drop_toml_tables(text: str, tables: tuple[str, ...]) -> str:
 
 # Keys of assignment.toml naming instructor-only files: never in a student bundle; in a grader's
 # bundle they travel in the `reference/` package.
-GRADER_ONLY_KEYS = ("reference", "mistakes")
+GRADER_ONLY_KEYS = ("reference", "mistakes", "written_answers")
 # Tables of assignment.toml that only graders read (Gradescope's settings): not in the student
 # bundle. Like those keys, they leave it with the comments right above them.
 GRADER_ONLY_TABLES = ("gradescope",)
@@ -231,6 +232,11 @@ def write_assignment_folder(assignment: Assignment, dest: Path, *, hidden: bool,
     for rel, content in question_files(assignment, hidden=hidden).items():
         (dest / rel).parent.mkdir(parents=True, exist_ok=True)
         (dest / rel).write_bytes(content)
+    written = written_file(assignment.root)
+    if written.is_file():
+        # The rubric goes with the hidden cases: a public bundle has prompts and points.
+        (dest / written.name).write_text(written.read_text() if hidden else
+                                         public_toml(assignment.written))
     return dest
 
 

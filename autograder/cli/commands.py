@@ -54,10 +54,16 @@ def cmd_check(args) -> int:
         return 2
     result = check_in_process(assignment, path)
     print(f"{assignment.title}: public checks of {path}")
-    print(submission_text(result, show_passed=args.verbose))
+    print(submission_text(result, show_passed=args.verbose, check=True))
     passed = all(q.status == QuestionStatus.PASSED for q in result.questions.values())
     print("\nAll public checks pass. Hidden cases are graded after you submit." if passed else
           "\nSome checks fail: read the messages above, fix, and run again.")
+    from ..written.render import unanswered
+
+    empty = unanswered(result.written)
+    if empty:   # said, never scored: a grader reads them after the submission
+        print(f"Written questions still unanswered: {', '.join(empty)} (graded by hand after "
+              "you submit).")
     return 0 if passed else 1
 
 
@@ -170,6 +176,10 @@ def cmd_grade(args) -> int:
                "command again to go on" if out else ""
         print(f"\nautograder: interrupted{kept}", file=sys.stderr)
         return 130
+    # Hand grades of written answers (review.sqlite in --out) count in every output below.
+    from ..written.outputs import after_grading
+
+    written = after_grading(out, assignment, graded, getattr(args, "argv", None))
     for line in term.apply_overrides(graded):
         print(f"autograder: {visible(line)}", file=sys.stderr)
     from ..course import needs_instructor
@@ -213,6 +223,8 @@ def cmd_grade(args) -> int:
         if args.deliver:
             _deliver(out, assignment, graded, files["feedback_files"], term)
     for line in term.summary():
+        print(line)
+    for line in written:
         print(line)
     if args.json:
         data = results_json(assignment.name, results)
@@ -615,6 +627,13 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--sandbox", default="auto", choices=SANDBOX_LEVELS)
     d.add_argument("-v", "--verbose", action="store_true", help="list every submission")
 
+    from ..written.cli import add_arguments as review_arguments, cmd_review
+
+    w = command("review", "grade the written answers of a class run by hand: a local page "
+                          "for several graders, or a CSV to export and import", cmd_review)
+    add_assignment_argument(w)
+    review_arguments(w)
+
     b = command("sandbox", "show which isolation level grading would use", cmd_sandbox)
     b.add_argument("--sandbox", default="auto", choices=SANDBOX_LEVELS)
     return p
@@ -630,4 +649,5 @@ def _similarity_options(p: argparse.ArgumentParser) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)   # a class run is replayed
     return run_entry_point(lambda _: args.func(args), "autograder")

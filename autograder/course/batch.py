@@ -21,7 +21,7 @@ from .classlist import Student, display
 from .. import project
 from ..results import SubmissionResult, submission_from_json
 from ..sandbox.limits import Limits
-from ..status import CaseStatus
+from ..status import CaseStatus, QuestionStatus
 
 
 @dataclass
@@ -163,6 +163,7 @@ def grade_class(assignment: Assignment, students: list[Student], *, out: Path | 
             g.result.questions = {k: v for k, v in g.result.questions.items()
                                   if k in questions}
         g.result.student = g.student.name
+        complete_written(assignment, g.result, questions)   # rows with no file have none
         # The folder's notes first; the submission's own (an integrity flag, notebook cells)
         # are kept.
         g.result.notes = list(g.student.notes) + [n for n in g.result.notes
@@ -175,6 +176,20 @@ def grade_class(assignment: Assignment, students: list[Student], *, out: Path | 
 # submissions a second process costs more than it saves (measured on two cores: 48 submissions
 # took as long either way, 200 took a third less with two).
 SUBMISSIONS_PER_PROCESS = 40
+
+
+def complete_written(assignment: Assignment, result: SubmissionResult,
+                     questions: list[str] | None) -> None:
+    """Every written question in every row, so each total counts its points: a row graded
+    without a file to read (none found, unreadable) has them unanswered."""
+    from ..written.collect import unanswered
+
+    missing = [q for q in assignment.written if q.id not in result.written
+               and (questions is None or q.id in questions)]
+    result.written.update(unanswered(missing))
+    if result.missing:   # nothing handed in: its written questions are missing too
+        for a in result.written.values():
+            a.status = str(QuestionStatus.MISSING)
 
 
 def auto_jobs(to_grade: int, cores: int | None = None) -> int:

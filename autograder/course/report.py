@@ -18,6 +18,7 @@ from ..results import SubmissionResult, mistake_counts, results_json
 from ..safetext import csv_cell, markdown_inline
 from ..status import PROBLEM_STATUSES, CaseStatus, QuestionStatus, kind_words
 from .pages import page_environment
+from ..written import render as written_render
 from .standing import Standing, plain_standing, statistics_rule
 
 
@@ -83,6 +84,7 @@ def feedback_markdown(result: SubmissionResult, title: str,
         for n in view.notes:
             lines.append(f"- {md(n)}")
         lines.append("")
+    lines += written_render.feedback_markdown(result.written)
     return "\n".join(lines)
 
 
@@ -95,7 +97,7 @@ def feedback_html(result: SubmissionResult, title: str, standing: Standing | Non
         title=title, student=result.student or result.path, total=standing.total_text(),
         error=result.error, notes=result.notes, stub_text=STUB_TEXT,
         questions=[render_question(q) for q in result.questions.values()],
-        markdown_file=markdown_file)
+        written=written_render.feedback_views(result.written), markdown_file=markdown_file)
 
 
 def _plot_png(values: list[float], maximum: float, title: str, xlabel: str) -> str:
@@ -204,6 +206,7 @@ def html_report(assignment: Assignment, results: list[SubmissionResult],
             "feedback": fb, "markdown": str(Path(fb).with_suffix(".md")),
             "missing": st.missing, "days_late": "" if st.missing else st.days_late,
             "counted": f"{st.counted:g}",
+            "written": _written_cell(r),
             "cells": [{"score": f"{r.questions[q['id']].score:g}",
                        "status": r.questions[q["id"]].status,
                        "override": (r.questions[q["id"]].override or {}).get("reason")}
@@ -224,7 +227,17 @@ def html_report(assignment: Assignment, results: list[SubmissionResult],
                              "adjusted totals" if late_policy else "total scores",
                              "adjusted total" if late_policy else "total"),
         questions=questions, problems=problems, students=students, flags=flags,
-        similarity=similarity, decisions=decisions or [])
+        similarity=similarity, decisions=decisions or [],
+        written=written_render.report_section(assignment.written, handed_in))
+
+
+def _written_cell(r: SubmissionResult) -> str:
+    """A student's written points in the report's table ("" without written questions)."""
+    if not r.written:
+        return ""
+    waiting = sum(a.waiting for a in r.written.values())
+    points = sum(a.points for a in r.written.values())
+    return f"{points:g}" + (f" ({waiting} waiting)" if waiting else "")
 
 
 def write_reports(out: Path, assignment: Assignment, results: list[SubmissionResult],
@@ -245,6 +258,7 @@ def write_reports(out: Path, assignment: Assignment, results: list[SubmissionRes
     fb_dir = out / "feedback"
     fb_dir.mkdir(exist_ok=True)
     qids = [q.id for q in assignment.questions]
+    wids = [q.id for q in assignment.written]   # written: empty while waiting for a grader
     feedback_files, used = [], set()
     for i, (r, standing) in enumerate(zip(results, standings)):
         own = file_names[i] if file_names else None
@@ -261,7 +275,7 @@ def write_reports(out: Path, assignment: Assignment, results: list[SubmissionRes
     buf = io.StringIO()
     writer = csv.writer(buf)
     extra_columns = [k for k in (extra[0] if extra else {}) if k != "status"]
-    writer.writerow(["student", "file", *qids, "total", "max_score", "status", "error",
+    writer.writerow(["student", "file", *qids, *wids, "total", "max_score", "status", "error",
                      *extra_columns])
     for i, r in enumerate(results):
         more = extra[i] if extra else {}
@@ -275,6 +289,8 @@ def write_reports(out: Path, assignment: Assignment, results: list[SubmissionRes
         # Text cells are neutralised (no cell can start a formula); scores stay numbers.
         writer.writerow([csv_cell(r.student or ""), csv_cell(r.path),
                          *[f"{r.questions[q].score:g}" if q in r.questions else "" for q in qids],
+                         *[f"{r.written[w].score:g}" if w in r.written and
+                           r.written[w].score is not None else "" for w in wids],
                          f"{r.score:g}", f"{r.max_score:g}", csv_cell(str(overall)),
                          csv_cell(r.error or ""), *[csv_cell(more.get(k)) for k in extra_columns]])
     _write_atomic(out / "grades.csv", buf.getvalue())

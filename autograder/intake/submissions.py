@@ -18,6 +18,8 @@ from .student_files import UnreadableSubmission, read_student_file
 MAX_BYTES = 2 * 2**20            # Python source, and the code of a notebook
 MAX_NOTEBOOK_BYTES = 32 * 2**20  # a notebook file, outputs and images included
 MAX_CELLS = 2000
+MAX_TAGGED_CELLS = 64
+MAX_TAGGED_CHARS = 64 * 1024
 # JSON values a notebook may hold, counted on the text before parsing (containers, strings and
 # separators: an over-count, never an under-count). A 32 MB file of `{},{},...` would otherwise
 # become 11 million dicts (about 800 MB) in the grader; this caps it near 150 MB. Honest
@@ -39,6 +41,10 @@ class Submission:
     source: str                      # the whole Python source (a notebook's cells joined)
     cells: list[Cell] | None = None  # a notebook's code cells; None for a .py file
     notes: list[str] = field(default_factory=list)   # things the student should know
+    # A notebook's tagged Markdown cells, (tags, text, length before a cut) in order: written
+    # answers are the cells tagged with a question's id (the first MAX_TAGGED_CELLS of them,
+    # each text cut at MAX_TAGGED_CHARS).
+    tagged_markdown: list[tuple[list[str], str, int]] = field(default_factory=list)
 
 
 def read_submission(path: Path) -> Submission:
@@ -127,8 +133,14 @@ def _read_notebook(text: str) -> Submission:
     if len(raw_cells) > MAX_CELLS:
         raise UnreadableSubmission(f"the notebook has more than {MAX_CELLS} cells")
     sources: list[tuple[int, str]] = []
+    tagged: list[tuple[list[str], str, int]] = []
     total = 0
     for number, cell in enumerate(raw_cells, 1):
+        if isinstance(cell, dict) and cell.get("cell_type") == "markdown" and \
+                len(tagged) < MAX_TAGGED_CELLS:
+            item = _tagged_markdown(cell)
+            if item is not None:
+                tagged.append(item)
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
         source = cell.get(key, "")
@@ -147,7 +159,23 @@ def _read_notebook(text: str) -> Submission:
     joined = "\n".join(c.source for c in cells)
     if len(joined.encode()) > MAX_BYTES:
         raise UnreadableSubmission(too_much_code())
-    return Submission(joined + "\n" if joined else "", cells, notes)
+    return Submission(joined + "\n" if joined else "", cells, notes, tagged)
+
+
+def _tagged_markdown(cell: dict) -> tuple[list[str], str, int] | None:
+    """(tags, text cut at MAX_TAGGED_CHARS, its length) of a Markdown cell with tags (plain
+    strings), else None."""
+    metadata = cell.get("metadata")
+    tags = metadata.get("tags") if isinstance(metadata, dict) else None
+    if not isinstance(tags, list):
+        return None
+    tags = [t for t in tags[:16] if isinstance(t, str) and len(t) <= 100]
+    source = cell.get("source", "")
+    if isinstance(source, list):
+        source = "".join(s for s in source if isinstance(s, str))
+    if not tags or not isinstance(source, str):
+        return None
+    return tags, source[:MAX_TAGGED_CHARS], len(source)
 
 
 def too_much_code() -> str:

@@ -39,9 +39,11 @@ def grade_checkout(assignment: Assignment, checkout: Path, *, sandbox: str = "au
                                  f"{path.name} not found in the repository",
                                  include_hidden=True)
     students = discover([str(path)], assignment.student_file)
+    from ..written.render import for_ci
+
     graded = grade_class(assignment, students, out=None, jobs=1, sandbox_level=sandbox,
                          limits=assignment.limits, progress=False)
-    return graded[0].result
+    return for_ci(graded[0].result)   # written answers: graded by hand later
 
 
 def grade_or_why_not(assignment: Assignment, checkout: Path, *, sandbox: str = "auto"

@@ -33,6 +33,8 @@ from ..intake.student_files import Pick, pick_file
 from ..render import render_question
 from ..results import question_from_json
 from ..status import QuestionStatus
+from ..written.answer import WrittenAnswer, is_written
+from ..written.render import ci_lines, graded_by_hand
 from ..safetext import shown_path
 from ..cli.arguments import Parser, add_assignment_argument, run_entry_point
 
@@ -84,7 +86,11 @@ def to_gradescope(submission: dict, *, visibility: str = DEFAULT_HIDDEN_VISIBILI
     if visibility not in VISIBILITIES:
         raise ValueError(f"unknown visibility {visibility!r}")
     tests, delayed = [], []
+    written = {qid: WrittenAnswer.from_json(qid, q)
+               for qid, q in submission.get("questions", {}).items() if is_written(q)}
     for qid, q in submission.get("questions", {}).items():
+        if is_written(q):
+            continue
         has_hidden = any(c.get("hidden") for c in q.get("cases", []))
         vis = visibility if has_hidden else "visible"
         if vis != "visible":
@@ -98,9 +104,17 @@ def to_gradescope(submission: dict, *, visibility: str = DEFAULT_HIDDEN_VISIBILI
             "output_format": "text",
             "visibility": vis,
         })
+    decided = graded_by_hand(written)
+    for qid, a in decided.items():   # graded by a person before this conversion: they count
+        tests.append({"name": qid, "score": float(a.points), "max_score": float(a.max_score),
+                      "status": "passed" if a.points == a.max_score else "failed",
+                      "output": "\n".join([f"{a.points:g}/{a.max_score:g} (graded by hand)",
+                                           *a.feedback]),
+                      "output_format": "text", "visibility": visibility})
     out: list[str] = [f"Graded {Path(submission.get('path', '')).name}."]
     if submission.get("error"):
         out.append(f"Problem: {submission['error']}")
+    out += ci_lines({k: a for k, a in written.items() if k not in decided})
     out += list(extra_notes) + list(submission.get("notes", []))
     if delayed:
         when = {"hidden": "are not shown", "after_due_date": "appear after the due date",
@@ -120,7 +134,7 @@ def to_gradescope(submission: dict, *, visibility: str = DEFAULT_HIDDEN_VISIBILI
                 if c.repeats:
                     out.append(f"    {c.repeats_line}")
     return {
-        "score": float(submission.get("score", 0.0)),
+        "score": round(float(sum(t["score"] for t in tests)), 6),
         "output": "\n".join(out),
         "output_format": "text",
         "stdout_visibility": "hidden",

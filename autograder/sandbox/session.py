@@ -64,6 +64,8 @@ class LoadResult:
     error: dict | None = None
     cell_errors: list[dict] = field(default_factory=list)   # notebooks: cells that failed
     answers: dict = field(default_factory=dict)   # answer variables, decoded plain data
+    # text variables (written answers): {name: {"text", "length"} or {"type"}}, validated
+    texts: dict = field(default_factory=dict)
 
 
 class WorkerSession:
@@ -79,11 +81,13 @@ class WorkerSession:
                  api: list[str], limits: Limits, cells: list[tuple[int, str]] | None = None,
                  answers: list[str] | None = None,
                  memo: wire.Memo | None = None,
-                 schedule: list[tuple[str, tuple[str, ...]]] | None = None):
+                 schedule: list[tuple[str, tuple[str, ...]]] | None = None,
+                 texts: list[str] | None = None):
         self.sandbox, self.source, self.filename = sandbox, source, filename
         self.cells = cells   # a notebook: code cells run one by one, going on after errors
         self.module, self.api, self.limits = module, api, limits
         self.answers = list(answers or [])       # names of values to report (knowledge checks)
+        self.texts = list(texts or [])           # names of text variables (written answers)
         self.memo = memo    # encodings of inputs the grader sends every submission alike
         self.wid: int | None = None
         self.sock: socket.socket | None = None
@@ -185,13 +189,15 @@ class WorkerSession:
                        self.started + self.limits.submission_seconds)
         request = {"op": "load", "filename": self.filename, "module": self.module,
                    "api": self.api, "answers": self.answers}
+        if self.texts:
+            request["texts"] = self.texts
         if self.cells is not None:
             request["cells"] = [[n, src] for n, src in self.cells]
         else:
             request["source"] = self.source
         reply, rbuf = self._exchange(request, [], deadline, "importing your file")
         try:
-            return _load_result(reply, rbuf, self.api, self.answers)
+            return _load_result(reply, rbuf, self.api, self.answers, self.texts)
         except Exception as e:  # noqa: BLE001 - untrusted data: every failure is malformed
             self._malformed(e)
 
@@ -361,12 +367,13 @@ LOAD_STATUSES = ("error", "memory", "not_implemented")
 
 
 def _load_result(reply: dict, buffers: list[bytes], api: list[str],
-                 answer_names: list[str]) -> LoadResult:
+                 answer_names: list[str], text_names: list[str] = ()) -> LoadResult:
     ok = reply.get("ok")
     if ok is True:
         return LoadResult(True, _defined(reply.get("defined"), api),
                           cell_errors=_cell_errors(reply.get("cell_errors")),
-                          answers=_answers(reply.get("answers"), buffers, answer_names))
+                          answers=_answers(reply.get("answers"), buffers, answer_names),
+                          texts=_texts(reply.get("texts"), list(text_names)))
     if ok is False:
         status = reply.get("status")
         if not isinstance(status, str) or status not in LOAD_STATUSES:
@@ -403,6 +410,34 @@ def _answers(value: Any, buffers: list[bytes], names: list[str]) -> dict:
     budget = wire.Budget(release=True)
     return {name: wire.decode(value[name], buffers, budget=budget)
             for name in names if name in value}
+
+
+MAX_TEXT_CHARS = 20_000   # as the worker cuts them (worker.MAX_TEXT_CHARS)
+
+
+def _texts(value: Any, names: list[str]) -> dict:
+    """Validate the worker's report of text variables: only names asked for, each a str of at
+    most MAX_TEXT_CHARS with its full length, or the name of another type."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or not set(value) <= set(names):
+        raise wire.WireError("malformed texts")
+    out = {}
+    for name, entry in value.items():
+        if not isinstance(entry, dict):
+            raise wire.WireError("malformed text")
+        if set(entry) == {"text", "length"}:
+            text, length = entry["text"], entry["length"]
+            if not isinstance(text, str) or len(text) > MAX_TEXT_CHARS or \
+                    type(length) is not int or not len(text) <= length < 2**40:
+                raise wire.WireError("malformed text")
+            out[name] = {"text": text, "length": length}
+        elif set(entry) == {"type"} and isinstance(entry["type"], str) and \
+                len(entry["type"]) <= 60:
+            out[name] = {"type": entry["type"]}
+        else:
+            raise wire.WireError("malformed text")
+    return out
 
 
 MAX_CELL_ERRORS = 20

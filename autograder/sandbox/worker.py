@@ -185,6 +185,28 @@ def describe_answers(module: types.ModuleType, names: list[str],
     return found
 
 
+# Text variables (written answers): the first MAX_TEXT_CHARS characters and the full length.
+MAX_TEXT_CHARS = 20_000
+MAX_TEXTS = 16
+
+
+def describe_texts(module: types.ModuleType, names: list[str]) -> dict:
+    """The student's text variables, each {"text", "length"} when it is a plain str, else
+    {"type": its type's name}; a name the module does not define is left out. The trusted side
+    takes them as text and nothing more."""
+    found = {}
+    for name in names[:MAX_TEXTS]:
+        if name not in module.__dict__:
+            continue
+        value = module.__dict__[name]
+        if type(value) is str:   # noqa: E721 - a subclass could answer len() or slicing itself
+            found[name] = {"text": str.__getitem__(value, slice(0, MAX_TEXT_CHARS)),
+                           "length": str.__len__(value)}
+        else:
+            found[name] = {"type": str(type(value).__name__)[:60]}
+    return found
+
+
 def _shift_buffers(node, offset: int):
     if isinstance(node, dict):
         out = {k: _shift_buffers(v, offset) for k, v in node.items()}
@@ -216,6 +238,7 @@ def serve(sock: socket.socket, output_cap: int, forbidden: tuple[str, ...] = ())
         if op == "load":
             api = [str(a) for a in header.get("api", [])]
             answers = [str(a) for a in header.get("answers", [])]
+            texts = [str(a) for a in header.get("texts", [])]
             try:
                 cell_errors = None
                 if isinstance(header.get("cells"), list):
@@ -228,6 +251,8 @@ def serve(sock: socket.socket, output_cap: int, forbidden: tuple[str, ...] = ())
                 answer_buffers: list[bytes] = []
                 if answers:
                     reply["answers"] = describe_answers(module, answers, answer_buffers)
+                if texts:
+                    reply["texts"] = describe_texts(module, texts)
                 if cell_errors is not None:
                     reply["cell_errors"] = cell_errors
                 channel.send(reply, answer_buffers)

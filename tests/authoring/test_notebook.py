@@ -12,7 +12,8 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from helpers import QUESTIONS, ROOT, SUBMISSIONS, id_list, load_json, read_header, run_cli
+from helpers import (MAX_SCORE, QUESTIONS, ROOT, SUBMISSIONS, id_list, load_json, read_header,
+                     run_cli)
 
 from autograder.build import build_student
 from autograder.authoring.notebook import build_notebook, functions_of, notebook_path, notebook_text
@@ -260,7 +261,7 @@ def test_unknown_python_kernel_name_is_graded_with_a_note(grade, assignment, tmp
                       kernel={"name": "my-course-env", "display_name": "Course", "language":
                               "python"})
     result = grade(nb)
-    assert result.score == result.max_score == 35
+    assert result.score == 35 and result.max_score == MAX_SCORE   # the written: unanswered
     nb2 = _as_notebook(assignment, SOLUTION.read_text(), tmp_path / "custom2.ipynb",
                        kernel={"name": "my-course-env", "display_name": "Course"})
     result = grade(nb2)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import QUESTIONS, SUBMISSIONS, cli_in_process
+from helpers import MAX_SCORE, QUESTIONS, SUBMISSIONS, WRITTEN, autograded, cli_in_process
 
 HOSTILE = SUBMISSIONS / "hostile"
 FORGED = sorted(p.name for p in HOSTILE.glob("forged_reply_*.py"))
@@ -87,11 +87,12 @@ def test_a_forged_reply_ends_only_its_submission_flagged_for_review(batch, name)
     the source scan proves costs every question, and the batch goes on."""
     out = batch["out"]
     sub = rows_by_file(json.loads((out / "grades.json").read_text()))[name]
-    assert sub["score"] == 0 and sub["max_score"] == 35
-    assert list(sub["questions"]) == QUESTIONS
+    assert sub["score"] == 0 and sub["max_score"] == MAX_SCORE
+    assert list(autograded(sub["questions"])) == QUESTIONS
+    assert list(sub["questions"])[len(QUESTIONS):] == WRITTEN
     assert sub["integrity"] and sub["integrity_review"]["evidence"] == "hard"
     assert sub["notes"][0].startswith("integrity: this submission modifies the grader")
-    for q in sub["questions"].values():
+    for q in autograded(sub["questions"]).values():
         assert q["status"] == "integrity" and q["score"] == 0
         assert {c["status"] for c in q["cases"]} == {"integrity"}
     with open(out / "grades.csv", newline="") as f:
@@ -104,7 +105,7 @@ def test_a_forged_reply_ends_only_its_submission_flagged_for_review(batch, name)
 def test_honest_submissions_in_the_same_batch_keep_full_marks(batch):
     rows = rows_by_file(json.loads((batch["out"] / "grades.json").read_text()))
     for name in HONEST:
-        assert rows[name]["score"] == rows[name]["max_score"] == 35, rows[name]
+        assert rows[name]["score"] == 35 and rows[name]["max_score"] == MAX_SCORE, rows[name]
         assert rows[name]["error"] is None and not rows[name].get("notes")
 
 

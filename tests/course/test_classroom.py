@@ -5,7 +5,7 @@ import json
 import re
 import shutil
 
-from helpers import SUBMISSIONS, cli_in_process
+from helpers import MAX_SCORE, SUBMISSIONS, cli_in_process
 
 
 def test_report_flags_a_repository_whose_workflow_changed(assignment, tmp_path):
@@ -34,7 +34,7 @@ def test_report_flags_a_repository_whose_workflow_changed(assignment, tmp_path):
     assert not rows["honest"].get("integrity")
     # The terminal table, grades.csv and the report's problems card show it, not only a list.
     line = next(x for x in r.stdout.splitlines() if x.startswith("tamperer"))
-    assert line.endswith("FLAG") and "35/35" in line
+    assert line.endswith("FLAG") and f"35/{MAX_SCORE}" in line
     assert not next(x for x in r.stdout.splitlines() if x.startswith("honest")).endswith("FLAG")
     csv_rows = {row["student"]: row for row in
                 csv.DictReader((out / "grades.csv").open(encoding="utf-8"))}

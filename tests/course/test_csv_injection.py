@@ -5,7 +5,7 @@ import csv
 import io
 import json
 
-from helpers import QUESTIONS
+from helpers import MAX_SCORE, QUESTIONS, WRITTEN
 from hostile_names import CSV_NAMES
 
 from autograder.safetext import csv_cell
@@ -24,14 +24,15 @@ def test_formula_names_are_neutralised_in_grades_csv(hostile_names):
     # Read as bytes: universal newlines would turn a CR inside a cell into LF.
     rows = list(csv.reader(io.StringIO((out / "grades.csv").read_bytes().decode("utf-8"),
                                        newline="")))
-    assert rows[0] == ["student", "file", *QUESTIONS, "total", "max_score", "status", "error"]
+    assert rows[0] == ["student", "file", *QUESTIONS, *WRITTEN, "total", "max_score", "status",
+                       "error"]
     by_file = {row[1]: row for row in rows[1:]}
     assert len(by_file) == len(rows) - 1 == hostile_names["students"]
     for sub, name in names.items():
         path = str(export / sub / "attention.py")
         shown = name if sub == "submission_7" else "'" + name
-        assert by_file[path] == [shown, path, *[FULL[q] for q in QUESTIONS], "35", "35",
-                                 "graded", ""]
+        assert by_file[path] == [shown, path, *[FULL[q] for q in QUESTIONS],
+                                 *["0" for _ in WRITTEN], "35", f"{MAX_SCORE}", "graded", ""]
     # No cell of any row (other students' names, error messages) can start a formula.
     for row in rows[1:]:
         assert not any(cell.startswith(FORMULA_STARTS) for cell in row), row

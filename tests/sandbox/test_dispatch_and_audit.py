@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from helpers import GRADED, QUESTIONS, SUBMISSIONS
+from helpers import GRADED, MAX_SCORE, QUESTIONS, SUBMISSIONS
 
 HOSTILE = SUBMISSIONS / "hostile"
 SOFTMAX = ["torch.softmax", "torch.nn.functional.softmax", "torch.Tensor.softmax",
@@ -346,7 +346,7 @@ def test_honest_idioms_keep_full_marks_and_no_flag(graded):
     _, _, rows = graded
     for name in ("zz_idiom_runtime_helpers.py", "zz_reference_style.py"):
         row = rows[name]
-        assert row["score"] == row["max_score"] == 35, (name, row.get("notes"))
+        assert row["score"] == 35 and row["max_score"] == MAX_SCORE, (name, row.get("notes"))
         assert "integrity" not in row, row.get("integrity")
 
 

@@ -21,7 +21,8 @@ import socket
 
 import pytest
 
-from helpers import LEVELS, QUESTIONS, RUN_TOKEN, SUBMISSIONS, require_level, run_cli
+from helpers import (LEVELS, QUESTIONS, RUN_TOKEN, SUBMISSIONS, autograded, require_level,
+                     run_cli)
 
 HONEST = (SUBMISSIONS / "hostile" / "honest.py").read_text()
 
@@ -93,7 +94,7 @@ def _grade_probe(tmp_path, level: str, port: int, rename: bool) -> dict:
                 extra_groups=EXTRA_GROUPS if os.geteuid() == 0 else None, timeout=900)
     assert r.returncode == 0, r.stderr[-3000:]
     [result] = json.loads(out.read_text())["submissions"]
-    qs = result["questions"]
+    qs = autograded(result["questions"])
     assert list(qs) == QUESTIONS
     for qid in QUESTIONS[1:]:
         assert qs[qid]["status"] == "passed", (qid, qs[qid]["feedback"])

@@ -19,8 +19,9 @@ import tempfile
 
 import pytest
 
-from helpers import (GRADED, QUESTIONS, ROOT, RUN_TOKEN, SUBMISSIONS, flag_only_assignment,
-                     own_processes, require_level, run_cli, run_ipc_key, settled)
+from helpers import (GRADED, MAX_SCORE, QUESTIONS, ROOT, RUN_TOKEN, SUBMISSIONS, autograded,
+                     flag_only_assignment, own_processes, require_level, run_cli, run_ipc_key,
+                     settled)
 
 HONEST = (SUBMISSIONS / "hostile" / "honest.py").read_text()
 ASSIGNMENT = ROOT / "assignments" / "attention"
@@ -207,8 +208,8 @@ def _check(data: dict) -> None:
                             *sorted(n for n in data if n.startswith("zz_honest_"))]
     for name, sub in data.items():
         feedback = {q: v["feedback"] for q, v in sub["questions"].items()}
-        assert sub["score"] == sub["max_score"] == 35, (name, feedback)
-        assert list(sub["questions"]) == QUESTIONS
+        assert sub["score"] == 35 and sub["max_score"] == MAX_SCORE, (name, feedback)
+        assert list(autograded(sub["questions"])) == QUESTIONS
 
 
 @pytest.mark.slow
@@ -268,7 +269,8 @@ def test_rlimits_level_as_root_still_leaves_nothing(tmp_path, grader_tmp):
     assert r.returncode in GRADED, r.stderr[-3000:]
     data = {os.path.basename(s["path"]): s for s in json.loads(out.read_text())["submissions"]}
     for name, sub in data.items():
-        assert sub["score"] == sub["max_score"] == 35, (name, sub["questions"]["softmax"])
+        assert sub["score"] == 35 and sub["max_score"] == MAX_SCORE, \
+            (name, sub["questions"]["softmax"])
     _nothing_left(before, grader_tmp)
 
 

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from helpers import QUESTIONS, SUBMISSIONS
+from helpers import AUTOGRADED_MAX, MAX_SCORE, QUESTIONS, SUBMISSIONS
 
 from autograder.feedback import submission_text, summary_table
 from autograder.course.report import write_reports
@@ -255,7 +255,7 @@ def test_an_engine_patch_padded_past_the_node_budget_is_never_a_plain_pass(grade
     softmax = result.questions["softmax"].status
     # The run-time check decides softmax: the patch cannot switch the dispatcher's refusal off.
     assert softmax == "forbidden call"
-    assert result.score == result.max_score - result.questions["softmax"].max_score
+    assert result.score == AUTOGRADED_MAX - result.questions["softmax"].max_score
     assert all(q.status == "passed" for qid, q in result.questions.items() if qid != "softmax")
     assert result.notes[0].startswith(CUT_SHORT_MESSAGE)
     assert "100,000 syntax nodes" in result.notes[0]
@@ -283,6 +283,6 @@ def test_an_engine_patch_padded_past_the_node_budget_is_never_a_plain_pass(grade
 
 def test_the_dos_file_is_graded_in_full_with_no_flag(grade):
     result = grade(DOS)
-    assert result.score == result.max_score == 35
+    assert result.score == 35 and result.max_score == MAX_SCORE
     assert not result.integrity and "integrity" not in result.to_json()
-    assert summary_table([result], API).splitlines()[-1].rstrip().endswith("35/35")
+    assert summary_table([result], API).splitlines()[-1].rstrip().endswith(f"35/{MAX_SCORE}")

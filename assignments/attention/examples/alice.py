@@ -63,3 +63,25 @@ def transformer_block(x, params, n_heads, mask=None):
     f = F.relu(h @ params["w1"] + params["b1"])
     f = f @ params["w2"] + params["b2"]
     return layer_norm(h + f, params["ln2_gamma"], params["ln2_beta"])
+
+
+why_scale = """
+A score is a dot product of d_k numbers, so it gets bigger as d_k grows. With big scores the
+softmax puts almost all the weight on one key, and then almost no gradient flows back, so the
+model stops learning. Dividing by sqrt(d_k) keeps the scores small enough for a soft blend.
+"""
+
+why_causal_mask = """
+It sets the scores of later positions to -inf so their weights are 0. Otherwise a position
+could look at the next token, which is the answer it has to predict, and just copy it.
+"""
+
+why_positions = """
+Attention only compares contents, so it sees the tokens as a set: shuffle them and the outputs
+are shuffled the same way. Word order has to be added to the inputs.
+"""
+
+why_quadratic = """
+Every query is compared with every key, so there are T x T weights; twice the tokens means four
+times the weights.
+"""

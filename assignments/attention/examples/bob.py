@@ -62,3 +62,12 @@ def transformer_block(x, params, n_heads, mask=None):
     h = layer_norm(x + attn, params["ln1_gamma"], params["ln1_beta"])
     ff = torch.relu(h @ params["w1"] + params["b1"]) @ params["w2"] + params["b2"]
     return layer_norm(h + ff, params["ln2_gamma"], params["ln2_beta"])
+
+
+why_scale = """
+A score is a dot product of d_k numbers, so it gets bigger as d_k grows. With big scores the
+softmax puts almost all the weight on one key, and then almost no gradient flows back, so the
+model stops learning. Dividing by sqrt(d_k) keeps the scores small enough for a soft blend!
+"""
+
+why_quadratic = "The table of weights is T by T, so the cost grows with T squared."

@@ -61,3 +61,6 @@ def transformer_block(x, params, n_heads, mask=None):
     h = layer_norm(x + attn, params["ln1_gamma"], params["ln1_beta"])
     ff = torch.relu(h @ params["w1"] + params["b1"]) @ params["w2"] + params["b2"]
     return layer_norm(h + ff, params["ln2_gamma"], params["ln2_beta"])
+
+
+why_scale = "So that each row of the attention weights adds up to 1."

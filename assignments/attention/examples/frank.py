@@ -59,3 +59,7 @@ def transformer_block(x, params, n_heads, mask=None):
     h = layer_norm(x + attn, params["ln1_gamma"], params["ln1_beta"])
     ff = torch.relu(h @ params["w1"] + params["b1"]) @ params["w2"] + params["b2"]
     return layer_norm(h + ff, params["ln2_gamma"], params["ln2_beta"])
+
+
+why_positions = ("Self-attention is the same if you shuffle the tokens, apart from the order "
+                 "of the outputs.")
