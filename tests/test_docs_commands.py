@@ -358,9 +358,15 @@ def test_following_the_pages_leaves_nothing_untracked(page_runs):
         run = page_runs(page)
         for block in run.blocks:
             run.run(block)
+        # What a page has the reader write (`<!-- file: PATH -->`), with the snapshots and the
+        # notebook made for it, is the reader's own work, to commit.
+        shown = {b.file for b in ALL_BLOCKS[page] if b.file}
+        own = shown | {f[:-3] + ".ipynb" for f in shown if f.endswith(".py")}
+        folders = tuple(f.rsplit("/", 1)[0] + "/" for f in shown if f.endswith("assignment.toml"))
         made = [p.relative_to(run.root).as_posix() for p in run.root.rglob("*")
                 if p.is_file() and ".venv" not in p.parts and "__pycache__" not in p.parts]
-        new = sorted(rel for rel in made if rel not in tracked)
+        new = sorted(rel for rel in made if rel not in tracked and rel not in own
+                     and not (folders and rel.startswith(folders)))
         if not new:
             continue
         check = subprocess.run(["git", "check-ignore", "--no-index", "--stdin", "-z"],

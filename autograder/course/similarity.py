@@ -223,33 +223,29 @@ def source_units(text: str, cells: list[str] | None) -> list[Unit]:
     return notebook_units(cells) if cells is not None else units(text)
 
 
-def base_hashes(template_files: list[Path]) -> set[int]:
-    """Every k-gram (not only the winnowed ones) of the template files that can be read: what
-    every student starts from never counts."""
-    base: set[int] = set()
+def _template_units(template_files: list[Path]) -> list[Unit]:
+    """The units of every template file that can be read."""
+    found: list[Unit] = []
     for path in template_files:
         try:
             sub = read_submission(path)
         except UnreadableSubmission:
             continue
         cells = [c.source for c in sub.cells] if sub.cells is not None else None
-        for unit in source_units(sub.source, cells):
-            base.update(int(h) for h in kgram_hashes(unit))
-    return base
+        found += source_units(sub.source, cells)
+    return found
+
+
+def base_hashes(template_files: list[Path]) -> set[int]:
+    """Every k-gram (not only the winnowed ones) of the template files that can be read: what
+    every student starts from never counts."""
+    return {int(h) for unit in _template_units(template_files) for h in kgram_hashes(unit)}
 
 
 def base_units(template_files: list[Path]) -> set[str]:
     """The template's units as normalised token text: a stub left as handed out is nobody's
     code, in a copy or anywhere else."""
-    found: set[str] = set()
-    for path in template_files:
-        try:
-            sub = read_submission(path)
-        except UnreadableSubmission:
-            continue
-        cells = [c.source for c in sub.cells] if sub.cells is not None else None
-        found.update(" ".join(u.tokens) for u in source_units(sub.source, cells))
-    return found
+    return {" ".join(u.tokens) for u in _template_units(template_files)}
 
 
 def template_files(assignment) -> list[Path]:

@@ -2,9 +2,9 @@
 exits with status 4 for such a row (every row graded, one needs the instructor), which the
 Gradescope wrapper reads as graded, not as a grader that failed."""
 import json
-import shutil
+import re
 
-from helpers import SUBMISSIONS
+from helpers import QUESTIONS, SUBMISSIONS, cases_of
 
 from autograder.platforms import gradescope
 
@@ -29,3 +29,10 @@ def test_a_row_flagged_for_review_keeps_its_grade(tmp_path):
     assert "flagged for review" in results["output"]
     assert "failed before it could grade" not in results["output"]
     assert json.loads((root / "results" / "results.json").read_text()) == results
+    # Before grades are published students see no total and no hidden points: every question
+    # with hidden cases (all of this assignment's) waits for publishing, which Gradescope's
+    # specification says also hides the total score; the always-visible output counts public
+    # cases, never points.
+    assert {t["visibility"] for t in results["tests"]} == {"after_published"}
+    hidden = sum(c.points for q in QUESTIONS for c in cases_of(q) if c.hidden)
+    assert hidden > 0 and not re.search(rf"\b(35|{hidden:g})\b", results["output"])

@@ -315,7 +315,9 @@ def graded(tmp_path_factory):
     from helpers import run_cli
 
     r = run_cli("grade", "-a", "attention", str(folder), "--json", str(out), timeout=900)
-    assert r.returncode in GRADED, r.stderr[-3000:]     # graded to the end (rows flagged: 4)
+    # Every row graded; the attacks' rows need the instructor (status 4, the honest ones not).
+    assert r.returncode == 4, r.stderr[-3000:]
+    assert "zz_" not in r.stderr.rsplit("need you:", 1)[-1]
     rows = {os.path.basename(s["path"]): s for s in json.loads(out.read_text())["submissions"]}
     return test_hostile, names, rows
 
