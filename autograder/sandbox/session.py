@@ -206,7 +206,10 @@ class WorkerSession:
         a new one when needed. A file that no longer imports fails the same way at once for the
         question's other cases."""
         if question in self.failed:
-            raise self.failed[question]
+            failed = self.failed[question]
+            if getattr(failed, "kind", None) == "unarmed":   # this question is flagged too
+                raise self._unarmed_stop(failed.reason)
+            raise failed
         if self.sock is not None and set(question) <= set(self.forbidden):
             return
         try:
@@ -295,7 +298,7 @@ class WorkerSession:
         if not any(x["question"] == self.question for x in self.unarmed):
             self.unarmed.append({"question": self.question, "reason": reason})
         stopped = WorkerStopped("error", unarmed_message(reason))
-        stopped.kind = "unarmed"
+        stopped.kind, stopped.reason = "unarmed", reason
         return stopped
 
     def _refused(self, e: Refused, forbidden: list[str], fn: str | None = None,
