@@ -300,16 +300,18 @@ def _grade_submission(assignment: Assignment, path: Path, sandbox: Sandbox,
         tripwires.append("torch._dynamo.optimize")
     if tripwires:
         sandbox.preload(tripwires)
+    # Each worker refuses its question's forbidden routines and, ahead of need, those of the
+    # questions after it (`WorkerSession._arming`).
+    schedule = [(q.id, tuple(question_forbidden(assignment, q.id))) for q in assignment.questions
+                if not questions or q.id in questions]
     session = WorkerSession(sandbox, sub.source, filename,
                             Path(assignment.student_file).stem, list(assignment.api), limits,
                             cells=cells, answers=list(assignment.answers),
-                            memo=_INPUT_ENCODINGS, texts=[q.id for q in assignment.written])
-    first = next((q.id for q in assignment.questions if not questions or q.id in questions),
-                 None)
+                            memo=_INPUT_ENCODINGS, schedule=schedule,
+                            texts=[q.id for q in assignment.written])
     try:
         try:
-            # The first question's worker: what the file defines, and that question's calls.
-            loaded = session.start(question_forbidden(assignment, first) if first else [])
+            loaded = session.start()
         except WorkerStopped as e:
             return finish(failed_everywhere(assignment, shown, e.status, f"importing your file: "
                                             f"{e.message}", include_hidden=include_hidden,

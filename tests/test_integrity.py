@@ -232,3 +232,36 @@ def test_a_wrong_on_tamper_is_refused_when_the_assignment_loads(tmp_path):
     toml.write_text(toml.read_text().replace('"warn"', '"flag"'))
     load_assignment.cache_clear()
     assert tamper_policy(load_assignment(str(root))) == "flag"
+
+
+def test_refusals_that_cannot_be_installed_withhold_the_points(tmp_path):
+    """Fail closed in `grade`: a question whose refusals the worker could not install (here a
+    forbidden name no process can replace: a method of `str`, which is immutable) is not
+    graded. Its points are withheld with the reason, every question sharing the worker's
+    refusals likewise, the row is flagged for review, and a question forbidding nothing is
+    graded as usual."""
+    from helpers import cli_in_process, copy_assignment
+
+    folder = copy_assignment(tmp_path / "attention-unarmed")
+    block = folder / "tests" / "block.py"
+    text = block.read_text()
+    assert '"autograd.NativeLayerNormBackward0"]' in text
+    block.write_text(text.replace('"autograd.NativeLayerNormBackward0"]',
+                                  '"autograd.NativeLayerNormBackward0", "builtins.str.join"]'))
+    (tmp_path / "class" / "alice").mkdir(parents=True)
+    (tmp_path / "class" / "alice" / "attention.py").write_bytes(
+        (SUBMISSIONS / "correct" / "reference_style.py").read_bytes())
+    r = cli_in_process("grade", "-a", str(folder), str(tmp_path / "class"), "--json",
+                       str(tmp_path / "grades.json"))
+    assert r.returncode == 4, r.stdout + r.stderr      # a row needs the instructor
+    row = json.loads((tmp_path / "grades.json").read_text())["submissions"][0]
+    armed = [q for q in QUESTIONS if q != "split_heads"]     # split_heads forbids nothing
+    for qid in armed:
+        q = row["questions"][qid]
+        assert (q["status"], q["score"]) == ("error", 0), (qid, q)
+        assert "could not install its check of forbidden routines" in q["feedback"]
+        assert "a forbidden library function could not be replaced" in q["feedback"]
+    assert row["questions"]["split_heads"]["status"] == "passed"
+    assert row["score"] == MAX["split_heads"]
+    review = row["integrity_review"]
+    assert review["evidence"] == "review" and sorted(review["unarmed"]) == sorted(armed)

@@ -12,6 +12,10 @@ ancestor) and v1 (`memory.stat` hierarchical_memory_limit, total_rss, total_shme
 """
 from __future__ import annotations
 
+import itertools
+import os
+import signal
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -158,20 +162,36 @@ class Group:
             return 0
 
     def set_limit(self, limit: int) -> bool:
-        files = (["memory.limit_in_bytes"] if self.version == 1
-                 else ["memory.max", "memory.swap.max"])
+        if self.version == 1:
+            return self._set_v1_limit(int(limit))
         ok = True
-        for name in files:
+        for name in ("memory.max", "memory.swap.max"):
             value = "0" if name == "memory.swap.max" else str(int(limit))
             try:
                 (self.path / name).write_text(value)
             except OSError:
                 ok = ok and name == "memory.swap.max"     # no swap accounting: nothing to cap
-        if self.version == 1 and (self.path / "memory.memsw.limit_in_bytes").exists():
-            try:    # memory and swap together: no more than the memory itself
-                (self.path / "memory.memsw.limit_in_bytes").write_text(str(int(limit)))
+        return ok
+
+    def _set_v1_limit(self, limit: int) -> bool:
+        """v1 with swap accounting keeps memory <= memory and swap together: raising the limit
+        past the old memsw figure is refused until memsw is raised first, and lowering memsw
+        below the old memory limit likewise. Memory and swap together get the memory limit
+        (no swap for a worker)."""
+        memory = self.path / "memory.limit_in_bytes"
+        memsw = self.path / "memory.memsw.limit_in_bytes"
+        order = [memory, memsw] if memsw.exists() else [memory]
+        try:
+            if len(order) == 2 and limit > int(memory.read_text()):
+                order.reverse()
+        except (OSError, ValueError):
+            pass
+        ok = True
+        for path in order:
+            try:
+                path.write_text(str(limit))
             except OSError:
-                pass
+                ok = ok and path == memsw
         return ok
 
     def oom_kills(self) -> int:
@@ -182,9 +202,105 @@ class Group:
     def describe(self) -> str:
         return f"memory cgroup (v{self.version}) of the whole sandbox"
 
-    def remove(self) -> None:
+    def pids(self) -> set[int]:
+        """The processes in it (v1 lists threads in `tasks` too), as this process sees them."""
+        found: set[int] = set()
+        for name in ("cgroup.procs", "tasks"):
+            try:
+                found.update(int(p) for p in (self.path / name).read_text().split())
+            except (OSError, ValueError):
+                pass
+        return found - {0, os.getpid()}
+
+    def kill_all(self) -> None:
+        """SIGKILL every process left in it (v2's `cgroup.kill` where the kernel has it),
+        never the calling process."""
         try:
-            self.path.rmdir()
+            mine = str(os.getpid()) in (self.path / "cgroup.procs").read_text().split()
+        except OSError:
+            mine = True
+        if not mine:
+            try:
+                (self.path / "cgroup.kill").write_text("1")
+                return
+            except OSError:
+                pass
+        for pid in self.pids():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+    def remove(self, wait: float = 0.5, kill_wait: float = 10.0) -> bool:
+        """Remove it. Its processes may still be dying (a killed worker frees its memory
+        first): they get `wait` seconds to end, then whatever is left is killed and gets
+        `kill_wait` more. A folder that stays is never reused (`make_group` names each one
+        afresh and removes those of grading runs that are gone)."""
+        deadline, killed = time.monotonic() + wait, False
+        while True:
+            try:
+                self.path.rmdir()
+                return True
+            except FileNotFoundError:
+                return True
+            except OSError:
+                pass
+            if time.monotonic() >= deadline:
+                if killed:
+                    return False
+                self.kill_all()
+                deadline, killed = time.monotonic() + kill_wait, True
+            time.sleep(0.02)
+
+
+# A sandbox's group is named after the PID namespace and process id of the grading process
+# that made it, so one whose maker is gone (a grading run killed before it could clean up) is
+# recognised and removed by the next run, and a group is never reused: a reused one would bring
+# its count of processes the kernel killed, read as a memory limit for the next worker.
+_PREFIX = "autograder"
+_made = itertools.count()
+
+
+def _pid_namespace() -> str:
+    try:
+        return str(os.stat("/proc/self/ns/pid").st_ino)
+    except OSError:
+        return "0"
+
+
+def sandbox_group_name(slot: int) -> str:
+    """A new name for a sandbox's group, unique on this machine."""
+    return f"{_PREFIX}-{_pid_namespace()}-{os.getpid()}-{slot}-{next(_made)}"
+
+
+def _maker_gone(name: str) -> bool:
+    parts = name.split("-")
+    if len(parts) != 5 or parts[0] != _PREFIX or not all(p.isdigit() for p in parts[1:]):
+        return False
+    if parts[1] != _pid_namespace():       # made from another PID namespace: not ours to judge
+        return False
+    return not Path(f"/proc/{parts[2]}").exists()
+
+
+def _entries_named(parent: Path, parts: int) -> list[Path]:
+    try:
+        return [e for e in parent.glob(f"{_PREFIX}-*") if len(e.name.split("-")) == parts]
+    except OSError:
+        return []
+
+
+def _remove_stale(parent: Path, version: int) -> None:
+    """Remove the groups of grading runs that are gone, with any processes left in them."""
+    try:
+        entries = [e for e in parent.iterdir() if e.is_dir() and _maker_gone(e.name)]
+    except OSError:
+        return
+    for entry in entries:
+        Group(entry, version).remove(wait=0.0, kill_wait=2.0)
+    # Named by earlier versions (autograder-<pid>-<slot>): removed only when empty.
+    for entry in _entries_named(parent, 3):
+        try:
+            entry.rmdir()
         except OSError:
             pass
 
@@ -211,16 +327,16 @@ def make_group(name: str, mount: Path = MOUNT) -> Group | None:
                     continue
             except OSError:
                 continue
+        _remove_stale(parent, version)
         path = parent / name
         try:
             path.mkdir()
-        except FileExistsError:
-            pass
-        except OSError:
+        except OSError:     # FileExistsError too: never reuse a group (see sandbox_group_name)
             continue
         group = Group(path, version)
         if group.set_limit(_UNLIMITED) or (path / "memory.max").exists():
             return group
         group.remove()
     return None
-__all__ = ["Group", "MemoryState", "describe", "make_group", "memory_state", "pressure"]
+__all__ = ["Group", "MemoryState", "describe", "make_group", "memory_state", "pressure",
+           "sandbox_group_name"]

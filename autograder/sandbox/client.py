@@ -68,8 +68,8 @@ class Sandbox:
         self.errors = tempfile.TemporaryFile()
         # One memory cgroup for the whole sandbox where this machine lets us make one: the fork
         # server enters it before it starts, and every worker is forked inside.
-        self.group = cgroup.make_group(f"autograder-{os.getpid()}-{slot}") if self.root else None
-        self._oom_kills = 0
+        self.group = cgroup.make_group(cgroup.sandbox_group_name(slot)) if self.root else None
+        self._oom_kills = self.group.oom_kills() if self.group is not None else 0
         self.shared = False
         if not share_torch:
             why_not = "not asked for"

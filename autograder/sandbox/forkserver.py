@@ -419,17 +419,18 @@ def main(control_fd: int, pid_namespaces: bool = True, view: list | None = None,
     # What each worker's guard and audit hook read before the student's code runs: imported
     # and computed here once, shared by every fork.
     import collections, enum, logging, sysconfig, traceback, typing  # noqa: E401,F401
+    import concurrent.futures, multiprocessing, _posixsubprocess  # noqa: E401,F401
 
-    from .forbidden_ops import ROUTINE_OPS, kernel_keys, overloads
+    from . import guard
+    from .guard import prepare
     from .library_routines import preload
 
     # torch's Python implementations of the routines (`torch._refs`, `torch._decomp`) and
-    # SciPy's: each worker refuses those of its forbidden routines.
+    # SciPy's, the operator table, each operator's kernels and the refusing code: looked up
+    # once here, so that arming a worker only registers and swaps.
     preload()
-
-    for op in {op for ops in ROUTINE_OPS.values() for op in ops}:
-        for overload in overloads(op):
-            kernel_keys(overload)
+    prepare()
+    guard.isolated(worker._REFUSE_PROCESS, {}, "fork_exec")
     sysconfig.get_paths()
 
     # Warm up what every worker's first call needs, so that forks share it instead of each

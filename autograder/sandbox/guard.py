@@ -40,11 +40,16 @@ from .library_routines import implementations
 _REFUSE_SOURCE = 'def refuse(*args, **kwargs):\n    return "@on_hit"("@index")\n'
 
 
+_TEMPLATE: list[types.CodeType] = []
+
+
 def _template() -> types.CodeType:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", SyntaxWarning)   # "'str' object is not callable"
-        module = compile(_REFUSE_SOURCE, "<forbidden routine>", "exec")
-    return next(c for c in module.co_consts if isinstance(c, types.CodeType))
+    if not _TEMPLATE:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SyntaxWarning)   # "'str' object is not callable"
+            module = compile(_REFUSE_SOURCE, "<forbidden routine>", "exec")
+        _TEMPLATE.append(next(c for c in module.co_consts if isinstance(c, types.CodeType)))
+    return _TEMPLATE[0]
 
 
 def _bind(template: types.CodeType, consts: dict[str, Any]) -> types.CodeType:
@@ -104,11 +109,16 @@ def own_code() -> set[types.CodeType]:
     return found
 
 
+_WITH_FREEVARS: dict[tuple[str, ...], types.CodeType] = {}
+
+
 def _refusal(template: types.CodeType, on_hit: Callable, index: int,
              freevars: tuple[str, ...] = ()) -> types.CodeType:
     """The refusing code (`on_hit(index)`), with `freevars` as free variables when it replaces
     the code of a function that has a closure (`__code__` must keep the closure's size)."""
-    if freevars:
+    if freevars and freevars in _WITH_FREEVARS:
+        template = _WITH_FREEVARS[freevars]
+    elif freevars:
         names = ", ".join(freevars)
         source = (f"def outer():\n    {' = '.join(freevars)} = None\n"
                   f"    def refuse(*args, **kwargs):\n        ({names},)\n"
@@ -117,7 +127,8 @@ def _refusal(template: types.CodeType, on_hit: Callable, index: int,
             warnings.simplefilter("ignore", SyntaxWarning)
             outer = next(c for c in compile(source, "<forbidden routine>", "exec").co_consts
                          if isinstance(c, types.CodeType))
-        template = next(c for c in outer.co_consts if isinstance(c, types.CodeType))
+        template = _WITH_FREEVARS[freevars] = next(
+            c for c in outer.co_consts if isinstance(c, types.CodeType))
     return _bind(template, {"@on_hit": on_hit, "@index": index})
 
 
@@ -191,17 +202,35 @@ def _plan(names: tuple[str, ...], on_hit: Callable[[int], Any], offset: int, lim
     return registrations, swaps
 
 
+_STATIC: list = []                  # (operator table, each operator's overloads and keys)
+_TARGETS: dict[str, Any] = {}       # dotted name -> (owner, attribute, function) or None
+
+
 def _tables(names: Iterable[str]) -> tuple[dict, dict, dict]:
     """The operator table, each operator's overloads and keys, and the library functions of
-    `names`, looked up once."""
-    table = {name: tuple(ops) for name, ops in ROUTINE_OPS.items()}
-    op_plan = {op: [(o, tuple(kernel_keys(o))) for o in overloads(op)]
-               for op in {op for ops in table.values() for op in ops}}
-    targets = {}
+    `names`: looked up once per process (the fork server's, inherited by its workers:
+    `prepare`), before anything is registered."""
+    if not _STATIC:
+        table = {name: tuple(ops) for name, ops in ROUTINE_OPS.items()}
+        _STATIC.append((table, {op: [(o, tuple(kernel_keys(o))) for o in overloads(op)]
+                                for op in {op for ops in table.values() for op in ops}}))
+    table, op_plan = _STATIC[0]
     for name in list(table) + list(names):
-        if "." in name and not name.startswith("autograd.") and name not in targets:
-            targets[name] = _python_target(name)
-    return table, op_plan, targets
+        if "." in name and not name.startswith("autograd.") and name not in _TARGETS:
+            _TARGETS[name] = _python_target(name)
+    return table, op_plan, _TARGETS
+
+
+def prepare(names: Iterable[str] = ()) -> None:
+    """Everything a worker's `install` looks up, looked up now (in the fork server): the tables,
+    the library functions, every Python implementation of a mapped routine and the refusing
+    code each needs, so that arming a worker only registers and swaps."""
+    table, _, _ = _tables(names)
+    template = _template()
+    for ops in table.values():
+        for function in implementations(ops).values():
+            for f in _functions_of(function):
+                _refusal(template, None, 0, f.__code__.co_freevars)
 
 
 def install(names: Iterable[str], on_hit: Callable[[int], Any], offset: int = 0,

@@ -53,11 +53,21 @@ def _shown(function) -> str:
     return f"{module}.{getattr(function, '__qualname__', getattr(function, '__name__', '?'))}"
 
 
+# Per operator, what `preload` found (the fork server looks once; its workers inherit this).
+_FOUND: dict[str, dict[str, types.FunctionType]] = {}
+
+
 def implementations(ops: Iterable[str], load: bool = True) -> dict[str, types.FunctionType]:
     """{dotted name: function} of every Python implementation of `ops` (aten operator names)
     installed here. `load`: import the modules that hold them (the fork server does, once);
     otherwise only those already imported count (a student's own process)."""
     ops = list(ops)
+    if load and ops and all(op in _FOUND for op in ops):
+        return {k: v for op in ops for k, v in _FOUND[op].items()}
+    return _look_up(ops, load)
+
+
+def _look_up(ops: list[str], load: bool) -> dict[str, types.FunctionType]:
     found: dict[str, types.FunctionType] = {}
 
     def add(function) -> None:
@@ -67,13 +77,10 @@ def implementations(ops: Iterable[str], load: bool = True) -> dict[str, types.Fu
     torch = _module("torch", load)
     decomp = _module("torch._decomp", load)
     if torch is not None and decomp is not None:
-        tables = [getattr(decomp, "decomposition_table", {})]
-        core = getattr(decomp, "core_aten_decompositions", None)
-        if core is not None:
-            try:
-                tables.append(core())
-            except Exception:  # noqa: BLE001 - an older torch's signature
-                pass
+        # `core_aten_decompositions()` walks every operator (half a second): looked at where
+        # it is paid once for every worker (the fork server), not in a student's own check.
+        tables = [getattr(decomp, "decomposition_table", {})] + ([_core_table(decomp)] if load
+                                                                  else [])
         for op in ops:
             packet = getattr(torch.ops.aten, op, None) if hasattr(torch.ops.aten, op) else None
             if packet is None:
@@ -94,10 +101,29 @@ def implementations(ops: Iterable[str], load: bool = True) -> dict[str, types.Fu
     return found
 
 
+_CORE: list = []
+
+
+def _core_table(decomp) -> dict:
+    """`core_aten_decompositions()`, built once (it walks every operator: a quarter second)."""
+    if not _CORE:
+        core = getattr(decomp, "core_aten_decompositions", None)
+        try:
+            _CORE.append(dict(core()) if core is not None else {})
+        except Exception:  # noqa: BLE001 - an older torch's signature
+            _CORE.append({})
+    return _CORE[0]
+
+
 def preload() -> None:
-    """Import the modules that hold implementations (the fork server, before any fork)."""
+    """Import the modules that hold implementations and look each mapped operator's up, once
+    (the fork server, before any fork: every worker then finds them without looking)."""
+    from .forbidden_ops import ROUTINE_OPS
+
     for name in MODULES:
         _module(name, True)
+    for op in {op for ops in ROUTINE_OPS.values() for op in ops}:
+        _FOUND[op] = _look_up([op], True)
 
 
 def found(routines: Iterable[str]) -> dict[str, list[str]]:

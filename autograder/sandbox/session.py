@@ -18,6 +18,7 @@ from . import cgroup, wire
 from .evidence import ESCAPES, UNARMED, read_end
 from .execute import iter_arrays
 from .limits import Limits
+from .forbidden_ops import ROUTINE_OPS
 from .protocol import decode_error, decode_outcome
 from .client import Sandbox
 
@@ -79,7 +80,9 @@ class WorkerSession:
     def __init__(self, sandbox: Sandbox, source: str, filename: str, module: str,
                  api: list[str], limits: Limits, cells: list[tuple[int, str]] | None = None,
                  answers: list[str] | None = None,
-                 memo: wire.Memo | None = None, texts: list[str] | None = None):
+                 memo: wire.Memo | None = None,
+                 schedule: list[tuple[str, tuple[str, ...]]] | None = None,
+                 texts: list[str] | None = None):
         self.sandbox, self.source, self.filename = sandbox, source, filename
         self.cells = cells   # a notebook: code cells run one by one, going on after errors
         self.module, self.api, self.limits = module, api, limits
@@ -100,6 +103,12 @@ class WorkerSession:
         self.unarmed: list[dict] = []
         self.forbidden: tuple[str, ...] = ()    # what the live worker refuses
         self.failed: dict[tuple[str, ...], WorkerStopped] = {}   # sets whose import failed
+        # (question id, its forbidden routines) in grading order: a worker refuses those of its
+        # question and of the questions after it (`_arming`). Empty: each its own.
+        self.schedule: list[tuple[str, tuple[str, ...]]] = list(schedule or [])
+        self.allowed: set[str] = set()     # routines the file calls where they are allowed
+        self.imported: dict[str, WorkerStopped] = {}   # routines refused at the top level
+        self.unarmed_reason: WorkerStopped | None = None
 
     # -- deadlines
     def begin_question(self) -> None:
@@ -109,22 +118,70 @@ class WorkerSession:
         return min(self.question_deadline, self.started + self.limits.submission_seconds)
 
     # -- lifecycle
-    def start(self, forbidden: list[str] | tuple[str, ...] = ()) -> LoadResult:
-        """The first worker, armed for `forbidden` (the first question's set): what the file
-        defines. When that set's refusals end the import (a forbidden routine called at the
-        top level, or refusals that cannot be installed), only that set's questions pay: the
-        definitions come from a worker that refuses nothing, which grades no question."""
-        key = tuple(forbidden)
-        try:
-            return self.load(key)
-        except WorkerStopped as e:
-            if not key or not (e.status == "forbidden" or getattr(e, "kind", "") == "unarmed"):
-                raise
-            self.failed[key] = e
-            return self.load(())
+    # -- which worker
+    def _related(self, routine: str, keep: tuple[str, ...]) -> set[str]:
+        """`routine` and every name outside `keep` that reaches one of its operators: what a
+        worker no longer needs to refuse once the file was seen calling `routine` where it is
+        allowed (all of them end in the same refusals)."""
+        ops = set(ROUTINE_OPS.get(routine, ()))
+        return {routine} | {n for n in self._everything() if n not in keep and n != routine
+                            and ops & set(ROUTINE_OPS.get(n, ()))}
+
+    def _everything(self) -> list[str]:
+        return [n for _, names in self.schedule for n in names]
+
+    def _arming(self, question: tuple[str, ...]) -> tuple[str, ...]:
+        """What a new worker refuses for a question forbidding `question`: those, and ahead of
+        need those of the questions after it (one worker then serves them all), less what the
+        file was seen calling where it is allowed. Refusing more than a question forbids is
+        never evidence against it: such a refusal only sends the call to another worker."""
+        names = list(question)
+        ahead = self.question is None
+        for qid, routines in self.schedule:
+            if ahead:
+                names += [n for n in routines if n not in names and n not in self.allowed]
+            ahead = ahead or qid == self.question
+        return tuple(names)
+
+    def start(self) -> LoadResult:
+        """The first worker, armed for every question's forbidden routines: what the file
+        defines (and the first questions' calls)."""
+        return self._load_for(())
+
+    def _load_for(self, question: tuple[str, ...]) -> LoadResult:
+        """Start a worker for a question forbidding `question`. A routine the file calls at its
+        top level is refused at import: that costs the questions forbidding it (`imported`), and
+        the file is imported again in a worker that does not refuse it."""
+        while True:
+            # A refusal names the first routine of the worker's list that maps the operator, and
+            # a worker lists its question's routines first: one of the question's is named when
+            # the question forbids what the top level called.
+            for routine, stopped in self.imported.items():
+                if routine in question:
+                    raise stopped
+            if self.unarmed_reason is not None and any(
+                    not n.startswith("autograd.") for n in question):
+                raise self._unarmed_stop(self.unarmed_reason)
+            arming = self._arming(question) if self.unarmed_reason is None else ()
+            try:
+                return self.load(arming)
+            except Refused as e:
+                if e.kind == "unarmed" and arming:
+                    # Fail closed: no question that forbids something is graded; the file is
+                    # imported again, refusing nothing, for the others.
+                    self.unarmed_reason = UNARMED[e.index]
+                    continue
+                if e.kind != "forbidden" or e.index >= len(arming):
+                    raise self._refused(e, list(arming)) from None
+                routine = arming[e.index]
+                self.imported[routine] = self._refused(e, list(arming))
+                self.allowed |= self._related(routine, ())
 
     def load(self, forbidden: tuple[str, ...] = ()) -> LoadResult:
+        """Start a worker refusing `forbidden` and import the file in it. A refusal raises
+        `Refused` (the caller decides what it means)."""
         self._refuse_if_malformed()
+        self._stop(wait=False)
         self.wid, self.sock, self.memory_bytes = self.sandbox.spawn(self.limits, forbidden)
         self.forbidden = forbidden
         self.reader = wire.Reader(self.sock)
@@ -138,28 +195,28 @@ class WorkerSession:
             request["cells"] = [[n, src] for n, src in self.cells]
         else:
             request["source"] = self.source
-        try:
-            reply, rbuf = self._exchange(request, [], deadline, "importing your file")
-        except Refused as e:
-            raise self._refused(e, list(forbidden)) from None
+        reply, rbuf = self._exchange(request, [], deadline, "importing your file")
         try:
             return _load_result(reply, rbuf, self.api, self.answers, self.texts)
         except Exception as e:  # noqa: BLE001 - untrusted data: every failure is malformed
             self._malformed(e)
 
-    def _switch(self, forbidden: tuple[str, ...]) -> None:
-        """Have a live worker armed for `forbidden`, importing the student's file in a new one
-        when needed. A set whose import failed fails the same way at once for its other cases."""
-        if forbidden in self.failed:
-            raise self.failed[forbidden]
-        if self.sock is not None and forbidden == self.forbidden:
+    def _switch(self, question: tuple[str, ...]) -> None:
+        """Have a live worker that refuses at least `question`, importing the student's file in
+        a new one when needed. A file that no longer imports fails the same way at once for the
+        question's other cases."""
+        if question in self.failed:
+            failed = self.failed[question]
+            if getattr(failed, "kind", None) == "unarmed":   # this question is flagged too
+                raise self._unarmed_stop(failed.reason)
+            raise failed
+        if self.sock is not None and set(question) <= set(self.forbidden):
             return
-        self._stop(wait=False)
         try:
-            loaded = self.load(forbidden)
+            loaded = self._load_for(question)
         except WorkerStopped as e:
             if e.status in ("forbidden", "error", "integrity"):
-                self.failed[forbidden] = e
+                self.failed[question] = e
             raise
         if not loaded.ok:
             self._stop()
@@ -167,7 +224,7 @@ class WorkerSession:
             stopped = WorkerStopped("error", "your file failed to import again for this "
                                              f"question ({err.get('type')}: "
                                              f"{err.get('message')})")
-            self.failed[forbidden] = stopped
+            self.failed[question] = stopped
             raise stopped
 
     def _stop(self, grace: float = 0.0, wait: bool = True) -> dict:
@@ -202,24 +259,47 @@ class WorkerSession:
         """Run `fn` in the worker armed for `forbidden` (None: the live worker's set, for a
         call a question file makes outside its checks)."""
         self._refuse_if_malformed()
-        forbidden = self.forbidden if forbidden is None else tuple(forbidden)
-        self._switch(forbidden)
+        question = self.forbidden if forbidden is None else tuple(forbidden)
         buffers: list[bytes] = []
         header = {"op": "call", "fn": fn,
                   "inputs": wire.encode((tuple(args), dict(kwargs)), buffers, memo=self.memo),
                   "upstream": wire.encode(upstream, buffers, memo=self.memo),
                   "want_grad": want_grad}
-        try:
-            reply, rbuf = self._exchange(header, buffers, self._deadline(), f"running {fn}")
-        except Refused as e:
-            numpy = any(type(a).__module__ == "numpy" for _, a in iter_arrays((args, kwargs)))
-            raise self._refused(e, list(forbidden), fn, "array" if numpy else "tensor") from None
+        while True:
+            self._switch(question)
+            armed = self.forbidden
+            try:
+                reply, rbuf = self._exchange(header, buffers, self._deadline(), f"running {fn}")
+                break
+            except Refused as e:
+                routine = armed[e.index] if e.kind == "forbidden" and e.index < len(armed) \
+                    else None
+                if routine is not None and routine not in question:
+                    # Refused ahead of need, where this question allows it: the call runs
+                    # again in a worker that does not refuse it.
+                    self.allowed |= self._related(routine, question)
+                    continue
+                numpy = any(type(a).__module__ == "numpy" for _, a in iter_arrays((args, kwargs)))
+                raise self._refused(e, list(armed), fn, "array" if numpy else "tensor") from None
         try:
             if reply.get("ok") is not True:
                 raise wire.WireError("the worker refused a call")
-            return decode_outcome(reply.get("outcome"), rbuf, wire.Budget(release=True))
+            outcome = decode_outcome(reply.get("outcome"), rbuf, wire.Budget(release=True))
         except Exception as e:  # noqa: BLE001 - untrusted data: every failure is malformed
             self._malformed(e)
+        # The worker names the library nodes of its own routines in the result's graph: only
+        # this question's count.
+        outcome["forbidden"] = [n for n in outcome.get("forbidden") or [] if n in question]
+        return outcome
+
+    def _unarmed_stop(self, reason: str) -> WorkerStopped:
+        """This question is not graded: its refusals could not be installed (recorded for the
+        row's review flag, `integrity.flag_unarmed`)."""
+        if not any(x["question"] == self.question for x in self.unarmed):
+            self.unarmed.append({"question": self.question, "reason": reason})
+        stopped = WorkerStopped("error", unarmed_message(reason))
+        stopped.kind, stopped.reason = "unarmed", reason
+        return stopped
 
     def _refused(self, e: Refused, forbidden: list[str], fn: str | None = None,
                  noun: str = "tensor") -> WorkerStopped:
@@ -235,12 +315,7 @@ class WorkerSession:
             stopped.routines, stopped.noun = [routine], noun
             return stopped
         if e.kind == "unarmed":
-            reason = UNARMED[e.index]
-            if not any(x["question"] == self.question for x in self.unarmed):
-                self.unarmed.append({"question": self.question, "reason": reason})
-            stopped = WorkerStopped("error", unarmed_message(reason))
-            stopped.kind = "unarmed"
-            return stopped
+            return self._unarmed_stop(UNARMED[e.index])
         what = ESCAPES[e.index]
         question = self.question if fn is not None else None
         if not any(x["escape"] == what and x["question"] == question for x in self.escapes):

@@ -475,3 +475,54 @@ for name, f in found.items():
     rows = dict(line.rsplit(" ", 1) for line in r.stdout.splitlines())
     assert len(rows) >= 10 and "torch._refs.softmax" in rows, rows
     assert set(rows.values()) == {"100"}, rows
+
+
+# ------------------------------------------------------------------ workers and their refusals
+
+HONEST_BODY = (SUBMISSIONS / "correct" / "reference_style.py").read_text()
+
+
+def _grade_one(tmp_path, source: str) -> dict:
+    from autograder.assignment import load_assignment
+    from autograder.grade import grade_submission
+    from autograder.sandbox import Sandbox
+
+    path = tmp_path / "attention.py"
+    path.write_text(source)
+    sandbox = Sandbox("auto")
+    try:
+        return grade_submission(load_assignment("attention"), path, sandbox).to_json()
+    finally:
+        sandbox.close()
+
+
+def test_a_routine_refused_ahead_of_need_runs_where_its_question_allows_it(tmp_path):
+    """A worker refuses the routines of its question and of the later ones; where a later
+    question allows what an earlier one forbids (block allows the library attention that
+    attention, mask and multi_head forbid), the call runs again in a worker that does not
+    refuse it: each question gets exactly what it forbids."""
+    source = HONEST_BODY.replace(
+        "def scaled_dot_product_attention(q, k, v, mask=None):\n",
+        "def scaled_dot_product_attention(q, k, v, mask=None):\n"
+        "    if mask is None:\n"
+        "        out = torch.nn.functional.scaled_dot_product_attention(q, k, v)\n"
+        "        return out, softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]))\n")
+    qs = _grade_one(tmp_path, source)["questions"]
+    assert qs["attention"]["status"] == "forbidden call", qs["attention"]["feedback"]
+    assert qs["multi_head"]["status"] == "forbidden call", qs["multi_head"]["feedback"]
+    for qid in ("softmax", "split_heads", "block"):
+        assert qs[qid]["status"] == "passed", (qid, qs[qid]["feedback"])
+
+
+def test_a_forbidden_routine_called_at_the_top_level_costs_only_its_questions(tmp_path):
+    """The refusals are in place before the file is imported: a comparison with the library at
+    the top level of the file is refused there, for the question that forbids it alone, with
+    feedback saying where such code belongs."""
+    source = HONEST_BODY + "\n\nassert torch.allclose(softmax(torch.ones(3)), " \
+                           "torch.softmax(torch.ones(3), -1))\n"
+    qs = _grade_one(tmp_path, source)["questions"]
+    assert qs["softmax"]["status"] == "forbidden call" and qs["softmax"]["score"] == 0
+    assert "top level of your file" in qs["softmax"]["feedback"]
+    assert 'if __name__ == "__main__":' in qs["softmax"]["feedback"]
+    for qid in ("attention", "mask", "split_heads", "multi_head", "block"):
+        assert qs[qid]["status"] == "passed", (qid, qs[qid]["feedback"])
