@@ -42,6 +42,7 @@ from .expected import (GraderError, _ctx, _load_snapshot, _reference_outcome, _s
                        _snapshot_path, recording, snapshot)
 from .inputs import (array, attention_params, block_params, future_mask, random_mask, randn,
                      tensor, to_numpy, upstream_for)
+from .sandbox.evidence import refusal_message
 from .sandbox.execute import iter_arrays, run_call
 from .sandbox.protocol import roundtrip_outcome
 from .sandbox.wire import Opaque
@@ -60,8 +61,8 @@ __all__ = [
 
 # ------------------------------------------------------------------ the question
 
-# Every Question made, by (question file, name): lets the grader learn which forbidden names
-# need tripwires before a student's module is imported (`forbidden_names`).
+# Every Question made, by (question file, name): lets the grader learn each question's
+# forbidden names before a student's module is imported (`runner.question_forbidden`).
 _registry: dict[tuple[str, str], "Question"] = {}
 
 
@@ -78,7 +79,8 @@ class Question:
                  tolerance: dict | None = None, input_precision: str | None = None,
                  shape_hint: str | None = None, assignment: Assignment | None = None):
         self.name = name
-        self.forbidden = list(forbidden)
+        # As the question file lists them; `forbidden` adds those of assignment.toml.
+        self.own_forbidden = list(forbidden)
         self.tolerance = tolerance or {}
         # How the inputs' own precision widens each case's tolerances (checks.
         # INPUT_PRECISION_KINDS); checked here so that a typo fails when the file loads.
@@ -100,6 +102,16 @@ class Question:
                 raise GraderError(f"cannot find the assignment of {self._file}")
         return self._assignment
 
+    @property
+    def forbidden(self) -> list[str]:
+        """The routines this question forbids: assignment.toml's, then the question file's."""
+        try:
+            info = self.assignment.question(self.name)
+        except (AssignmentError, GraderError):
+            return list(self.own_forbidden)
+        names = list(dict.fromkeys(info.forbidden))
+        return names + [n for n in self.own_forbidden if n not in names]
+
     def _labels(self, fn_name: str) -> Labels:
         sig = self.assignment.api.get(fn_name)
         return Labels(fn_name, sig.params if sig else [])
@@ -120,8 +132,11 @@ class Question:
             raise CheckFailed([Problem(
                 "missing", f"`{fn_name}` in your file is a {kind}, not a function")],
                 status=CaseStatus.ERROR)
+        forbidden = self.forbidden
+        table = self.assignment.routines
         outcome = run_call(student, args, kwargs, upstream=upstream, want_grad=want_grad,
-                           forbidden=self.forbidden, api=list(self.assignment.api))
+                           forbidden=forbidden, api=list(self.assignment.api),
+                           plans=[table.plan(n) for n in forbidden])
         return roundtrip_outcome(outcome)
 
     def _signature(self, fn_name: str) -> str:
@@ -274,21 +289,27 @@ class Question:
         raise CheckFailed([Problem("answer", f"`{name}` = {_show(value)} is not right: {why}")])
 
     # -- judging
+    def _refusal_words(self, fn_name: str, got: dict, noun: str) -> str:
+        """What a refusal says, in the words `autograder grade` uses (`evidence.py`)."""
+        how = dict(zip(got["forbidden"], got.get("refused_how") or []))
+        # A named function says more than the autograd node it left behind.
+        hits = [n for n in got["forbidden"] if not n.startswith("autograd.")]
+        if not hits:
+            names = ", ".join(f"a library routine (`{n[len('autograd.'):]}` in the autograd "
+                              "graph of your result)" for n in got["forbidden"])
+            return (f"{fn_name} called {names}, which this question asks you to write "
+                    f"yourself; implement it with basic {noun} operations")
+        name, table = hits[0], self.assignment.routines
+        return refusal_message(fn_name, table.shown(name), how.get(name, "routine"), noun,
+                               table.explain(name))
+
     def _raise_for_status(self, fn_name: str, got: dict, numpy_inputs: bool = False) -> None:
         status, err = got["status"], got.get("error") or {}
         # Forbidden calls the worker saw at run time: hard evidence. (The source scan's
         # sightings only flag the row for review: `integrity`.)
         if got["forbidden"]:
-            # A named function says more than the autograd node it left behind.
-            hits = [n for n in got["forbidden"] if not n.startswith("autograd.")] or \
-                got["forbidden"]
-            names = ", ".join(
-                f"a library routine (`{n[len('autograd.'):]}` in the autograd graph of your "
-                "result)" if n.startswith("autograd.") else f"`{n}`" for n in hits)
-            noun = "array" if numpy_inputs else "tensor"
-            raise CheckFailed([Problem(
-                "forbidden", f"{fn_name} called {names}, which this question asks you to "
-                             f"write yourself; implement it with basic {noun} operations")],
+            raise CheckFailed([Problem("forbidden", self._refusal_words(
+                fn_name, got, "array" if numpy_inputs else "tensor"))],
                 status=CaseStatus.FORBIDDEN)
         if status == "ok":
             return
