@@ -4,9 +4,11 @@ Every refusal of a routine meets the operators at torch's dispatcher (`guard.py`
 of torch compute operators without it: the TensorExpr (NNC) compiler lowers an operator
 (`aten::softmax`) into loops of its own and runs them in its IR evaluator, and the static
 runtime runs some operators' CPU code directly. No honest submission uses either, and while a
-worker refuses anything they are refused outright, whatever the operator, as a forbidden call:
-the NNC module (`torch._C._te`, its functions and every method of its classes, which
-`__subclasses__` would reach without the module) and the static runtime's entry points.
+worker refuses anything they are refused, whatever the operator, as a forbidden call: the NNC
+module (`torch._C._te`, its functions and every method of its classes, which `__subclasses__`
+would reach without the module) and the static runtime's entry points (`evidence.COMPILERS`
+names them in feedback). Like every refusal of the worker, they hold once the student's file is
+imported (`armed.py`).
 
 TorchScript can hand graphs to fusers that compute past the dispatcher too (NNC on a CPU when
 CPU fusion is switched on, oneDNN Graph): those switches are kept off, and their setters do
@@ -22,11 +24,6 @@ import sys
 import types
 from typing import Any, Callable
 
-# (dotted name, what it is in feedback); its index is the refusal's (`evidence.COMPILERS`).
-COMPILERS = (
-    ("torch._C._te", "torch's TensorExpr (NNC) compiler"),
-    ("torch._C._jit_to_static_module", "torch's static runtime"),
-)
 STATIC_RUNTIME = ("_jit_to_static_module", "_fuse_to_static_module")
 # Switches that would hand TorchScript graphs to a compiler running past the dispatcher.
 SWITCHES = ("_jit_override_can_fuse_on_cpu", "_jit_override_can_fuse_on_cpu_legacy",
@@ -38,50 +35,54 @@ EAGER_COMPILE = ('def compile(model=None, *args, **kwargs):\n'
                  '        return "@identity"\n'
                  '    return model\n')
 IDENTITY = 'def run_as_written(model):\n    return model\n'
-REFUSE_ANY = 'def refuse(*args, **kwargs):\n    return "@on_hit"("@code")\n'
 NOTHING = 'def switch(*args, **kwargs):\n    return None\n'
-# Each of the compiler's names is a refusal (looking one up, as torch's own tables do, refuses
-# nothing; calling it does); a module's own dunder names (`__file__`, which `inspect` asks every
-# module for) are missing, as in any module that lacks them.
-MODULE_GETATTR = ('def __getattr__(self, name):\n'
-                  '    if name[:2] == "__":\n'
-                  '        raise "@missing"(name)\n'
-                  '    return "@refuse"\n')
 
 
-def swaps(isolated: Callable, on_hit: Callable, code_of: Callable[[int], Any]
-          ) -> list[tuple[Any, str, Any]]:
-    """(object, attribute, new value) for every refusal and switch of this module; applied in
-    order, before any student code (the worker) or around each call (`autograder check`)."""
+def swaps(refusal: Callable[[Any, Callable], Callable], isolated: Callable,
+          code_of: Callable[[int], Any]) -> list[tuple[Any, str, Any]]:
+    """(object, attribute, new value) for every refusal and switch of this module, applied in
+    order, before any student code (the worker) or around each call (`autograder check`).
+    `refusal(code, original)` makes the function that stands for `original` (`guard.py`)."""
     import torch
 
     out: list[tuple[Any, str, Any]] = []
     te_code, static_code = code_of(0), code_of(1)
-    refuse_te = isolated(REFUSE_ANY, {"@on_hit": on_hit, "@code": te_code}, "refuse")
-    refuse_static = isolated(REFUSE_ANY, {"@on_hit": on_hit, "@code": static_code}, "refuse")
     te = getattr(torch._C, "_te", None)
     if isinstance(te, types.ModuleType):
-        for value in list(vars(te).values()):
+        stand_in = types.ModuleType(te.__name__)
+        for name, value in list(vars(te).items()):
             if isinstance(value, type):
-                out += [(value, name, refuse_te) for name, v in list(vars(value).items())
-                        if name not in KEEP and _code_like(v)]
-        stand_in = type("RefusedModule", (types.ModuleType,), {
-            "__getattr__": isolated(MODULE_GETATTR, {"@refuse": refuse_te,
-                                                     "@missing": AttributeError},
-                                    "__getattr__")})(te.__name__)
+                out += [(value, attr, _method(refusal(te_code, v), v))
+                        for attr, v in list(vars(value).items())
+                        if attr not in KEEP and _code_like(v)]
+                setattr(stand_in, name, value)
+            elif callable(value):
+                setattr(stand_in, name, refusal(te_code, value))
+            else:
+                setattr(stand_in, name, value)
         out.append((torch._C, "_te", stand_in))
         if sys.modules.get(te.__name__) is te:
             out.append((sys.modules, te.__name__, stand_in))
     for name in STATIC_RUNTIME:
-        if hasattr(torch._C, name):
-            out.append((torch._C, name, refuse_static))
+        original = getattr(torch._C, name, None)
+        if original is not None:
+            out.append((torch._C, name, refusal(static_code, original)))
     static = getattr(torch._C, "StaticModule", None)
     if isinstance(static, type):
-        out += [(static, name, refuse_static) for name, v in list(vars(static).items())
-                if name not in KEEP and _code_like(v)]
+        out += [(static, attr, _method(refusal(static_code, v), v))
+                for attr, v in list(vars(static).items()) if attr not in KEEP and _code_like(v)]
     nothing = isolated(NOTHING, {}, "switch")
     out += [(torch._C, name, nothing) for name in SWITCHES if hasattr(torch._C, name)]
     return out
+
+
+def _method(function: Callable, original: Any) -> Any:
+    """`function` in a class where `original` was: static and class methods keep their kind."""
+    if isinstance(original, staticmethod):
+        return staticmethod(function)
+    if isinstance(original, classmethod):
+        return classmethod(function)
+    return function
 
 
 def _code_like(value: Any) -> bool:

@@ -52,10 +52,41 @@ def runtime_keys(overload: str, keys: Iterable[str] = KEYS) -> list[str]:
     out = []
     for key in keys:
         try:
-            if has(f"aten::{overload}", key) and not (
-                    fallthrough is not None and fallthrough(f"aten::{overload}", key)):
-                out.append(key)
+            if not has(f"aten::{overload}", key):
+                continue
         except (RuntimeError, ValueError):   # a key this torch does not know
+            continue
+        try:
+            if fallthrough is not None and fallthrough(f"aten::{overload}", key):
+                continue
+        except (RuntimeError, ValueError):   # no kernel registered at the key itself: the
+            pass                             # one it runs comes from a composite's
+        out.append(key)
+    return out
+
+
+def own_kernel_keys(overload: str, keys: Iterable[str] = BACKEND_KEYS) -> list[str]:
+    """The keys of `keys` at which `aten::<overload>` runs a kernel of its own or an explicit
+    composite's (never a composite's decomposition). A kernel registered at a backend key of an
+    operator that has none would change which kernel autograd runs for it, so a kernel that
+    only watches an operator goes only there."""
+    import torch
+
+    has = getattr(torch._C, "_dispatch_has_kernel_for_dispatch_key", None)
+    if has is None:
+        return []
+    name = f"aten::{overload}"
+    try:
+        explicit = any(has(name, k) for k in ("CompositeExplicitAutograd",
+                                              "CompositeExplicitAutogradNonFunctional"))
+    except (RuntimeError, ValueError):
+        explicit = False
+    out = []
+    for key in runtime_keys(overload, keys):
+        try:
+            if explicit or has(name, key):
+                out.append(key)
+        except (RuntimeError, ValueError):
             continue
     return out
 

@@ -19,12 +19,10 @@ a signature), sent by the trusted side. Four kinds of refusal:
 * **compilers inside torch that run past the dispatcher** (`bypass.py`), refused outright.
 
 In the sandboxed worker (`install`) everything is installed before the student's file runs
-and never removed; the operator, signature and Python-level refusals read the armed state
-(`armed.py`) on each use and let the library run until the import is over (a self-test at the
-top level of the file costs nothing), then refuse for good. torch's Python implementations and
-the compilers are refused from the start: tracing them at import could otherwise leave code
-that computes the routine behind. A refusal calls `on_hit(code)`, which in the worker ends the
-process with an exit status naming it (`evidence.py`). In the student's own process
+and never removed; every refusal reads the armed state (`armed.py`) on each use and lets the
+library run until the import is over (a self-test at the top level of the file costs
+nothing, in `grade` as in `check`), then refuses for good. A refusal calls `on_hit(code)`,
+which in the worker ends the process with an exit status naming it (`evidence.py`). In the student's own process
 (`autograder check`, otter: `make_guard`) the same refusals are put in place around each call
 and taken away after it; a refusal records the name and raises.
 
@@ -43,7 +41,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from . import armed as armed_state
 from . import bypass
-from .forbidden_ops import BACKEND_KEYS, KEYS, overloads, runtime_keys
+from .forbidden_ops import KEYS, overloads, own_kernel_keys, runtime_keys
 from .library_routines import implementations
 from .observe import make_classifier, make_watch
 from .routines import Plan
@@ -214,12 +212,15 @@ def _originals(overload: str, key: str) -> Callable | None:
 _OP_KEYS: dict[tuple[str, bool], list[tuple[str, tuple[str, ...]]]] = {}
 
 
-def _op_keys(op: str, backends_only: bool) -> list[tuple[str, tuple[str, ...]]]:
-    """[(overload, keys)] where a call of `op` runs on CPU data (backends only: for watching)."""
-    if (op, backends_only) not in _OP_KEYS:
-        keys = BACKEND_KEYS if backends_only else KEYS
-        _OP_KEYS[(op, backends_only)] = [(o, tuple(runtime_keys(o, keys))) for o in overloads(op)]
-    return _OP_KEYS[(op, backends_only)]
+def _op_keys(op: str, watch: bool) -> list[tuple[str, tuple[str, ...]]]:
+    """[(overload, keys)] where a call of `op` runs on CPU data: every key, to refuse it (the
+    autograd keys too, where a composite runs its decomposition); with `watch`, the backend
+    keys where it has a kernel of its own (a kernel that lets the call through must not stand
+    in for a composite's decomposition, which autograd relies on)."""
+    if (op, watch) not in _OP_KEYS:
+        _OP_KEYS[(op, watch)] = [(o, tuple(own_kernel_keys(o) if watch else runtime_keys(o, KEYS)))
+                                 for o in overloads(op)]
+    return _OP_KEYS[(op, watch)]
 
 
 class Built:
@@ -230,6 +231,46 @@ class Built:
         self.swaps: list[tuple[Any, str, Any]] = []               # (object, attribute, value)
         self.run_kernel: Callable | None = None    # the Python-level refusals' operator
         self.problems: list[str] = []
+
+
+class _Refusals:
+    """Makes the refusing stand-ins of Python-level functions. `dormant` (the worker): each
+    runs the original through the grader's operator (`refusals::run`), whose kernel alone
+    holds the originals, until the refusals hold (`armed`); otherwise each refuses at once."""
+
+    def __init__(self, on_hit: Callable, armed: Callable, dormant: bool):
+        self.on_hit, self.armed, self.dormant = on_hit, armed, dormant
+        self.originals: list[Callable] = []
+        self.codes: list[Any] = []
+        self.slot: list = []
+        self.op = self.token = None
+
+    def __call__(self, code: Any, original: Callable,
+                 function: types.FunctionType | None = None):
+        """The code to put in `function` (the original's own function object), or a function
+        that stands for `original`, refusing with `code`."""
+        if not self.dormant:
+            consts = {"@on_hit": self.on_hit, "@code": code}
+            return _swapped_code(_REFUSE_SOURCE, consts, function) if function else \
+                isolated(_REFUSE_SOURCE, consts, "refuse")
+        if self.op is None:
+            import torch
+
+            self.op, self.token = _run_operator(), torch.zeros(1)
+        index = len(self.originals)
+        self.originals.append(original)
+        self.codes.append(code)
+        consts = {"@slot": self.slot, "@op": self.op, "@token": self.token, "@index": index}
+        return _swapped_code(_PYTHON_SOURCE, consts, function) if function else \
+            isolated(_PYTHON_SOURCE, consts, "refuse")
+
+    def kernel(self) -> Callable | None:
+        """The grader's operator's kernel (it alone holds the originals), or None."""
+        if not (self.dormant and self.originals):
+            return None
+        return isolated(_RUN_SOURCE, {
+            "@armed": self.armed, "@on_hit": self.on_hit, "@codes": tuple(self.codes),
+            "@slot": self.slot, "@originals": tuple(self.originals)}, "run")
 
 
 def _build(names: Sequence[str], plans: Sequence[Plan], on_hit: Callable,
@@ -286,51 +327,27 @@ def _build(names: Sequence[str], plans: Sequence[Plan], on_hit: Callable,
                         "@armed": armed, "@watch": watch, "@spec": spec,
                         "@original": original}, "observe")
                 built.registrations.append((overload, key, kernel))
-    _python_level(built, names, plans, on_hit, code_of, armed, dormant=dormant)
-    # torch's Python implementations of the operators: refused from the start.
+    refusal = _Refusals(on_hit, armed, dormant)
+    _python_level(built, plans, refusal, code_of)
+    # torch's Python implementations of the operators (its references, its decompositions).
     changed = {id(w) for w, attr, _ in built.swaps if attr == "__code__"}
     for i, plan in enumerate(plans):
         for function in implementations(plan.ops, load).values():
             for f in _functions_of(function):
                 if id(f) not in changed:
                     changed.add(id(f))
-                    built.swaps.append((f, "__code__", _swapped_code(
-                        _REFUSE_SOURCE, {"@on_hit": on_hit, "@code": code_of("routine", i)},
-                        f)))
+                    built.swaps.append((f, "__code__", refusal(code_of("routine", i),
+                                                              _copy(f), f)))
     if names:
-        built.swaps += bypass.swaps(isolated, on_hit, lambda j: code_of("compiler", j))
+        built.swaps += bypass.swaps(refusal, isolated, lambda j: code_of("compiler", j))
+    built.run_kernel = refusal.kernel()
     return built
 
 
-def _python_level(built: Built, names: Sequence[str], plans: Sequence[Plan], on_hit: Callable,
-                  code_of: Callable, armed: Callable, *, dormant: bool) -> None:
-    """The swaps refusing each plan's Python-level targets (`dormant`: through the grader's
-    operator, which runs the original until the refusals hold; else a plain refusal)."""
-    originals: list[Callable] = []
-    codes: list[Any] = []
-    slot: list = []
-    token = None
-    op = None
+def _python_level(built: Built, plans: Sequence[Plan], refusal: _Refusals,
+                  code_of: Callable) -> None:
+    """The swaps refusing each plan's Python-level targets."""
     seen: set[int] = set()
-    if dormant and any(plan.python for plan in plans):
-        import torch
-
-        op = _run_operator()
-        token = torch.zeros(1)
-
-    def refusal(code: Any, original: Callable, function: types.FunctionType | None):
-        """The code (for `function`) or the function refusing with `code`."""
-        if not dormant:
-            consts = {"@on_hit": on_hit, "@code": code}
-            return _swapped_code(_REFUSE_SOURCE, consts, function) if function else \
-                isolated(_REFUSE_SOURCE, consts, "refuse")
-        index = len(originals)
-        originals.append(original)
-        codes.append(code)
-        consts = {"@slot": slot, "@op": op, "@token": token, "@index": index}
-        return _swapped_code(_PYTHON_SOURCE, consts, function) if function else \
-            isolated(_PYTHON_SOURCE, consts, "refuse")
-
     for i, plan in enumerate(plans):
         code = code_of("routine", i)
         for dotted in plan.python:
@@ -346,10 +363,10 @@ def _python_level(built: Built, names: Sequence[str], plans: Sequence[Plan], on_
                 for f in _functions_of(obj):
                     built.swaps.append((f, "__code__", refusal(code, _copy(f), f)))
             elif _is_ufunc(obj):
-                stand_in = _ufunc_stand_in(obj, lambda m: refusal(code, m, None))
+                stand_in = _ufunc_stand_in(obj, lambda m: refusal(code, m))
                 built.swaps += [(where, key, stand_in) for where, key in _homes(obj)]
             else:
-                value = refusal(code, obj, None)
+                value = refusal(code, obj)
                 homes = [(owner, attr)]
                 home = sys.modules.get(getattr(obj, "__module__", None) or "")
                 short = getattr(obj, "__name__", None)
@@ -357,10 +374,6 @@ def _python_level(built: Built, names: Sequence[str], plans: Sequence[Plan], on_
                     homes.append((home, short))
                 homes += [(w, k) for w, k in _homes(obj) if (w, k) not in homes]
                 built.swaps += [(w, k, value) for w, k in homes]
-    if dormant and originals:
-        built.run_kernel = isolated(_RUN_SOURCE, {
-            "@armed": armed, "@on_hit": on_hit, "@codes": tuple(codes), "@slot": slot,
-            "@originals": tuple(originals)}, "run")
 
 
 def _ufunc_stand_in(ufunc: Any, refusal: Callable[[Callable], Callable]) -> Any:
@@ -430,7 +443,7 @@ def install(names: Sequence[str], plans: Sequence[Plan], on_hit: Callable[[int],
     """Refuse `names` in this process for good: the sandboxed worker's arming, done once,
     before the student's source is imported, from what the trusted side sent. The refusals
     hold from the moment `armed.arm()` runs (after the import); until then they let the
-    library run, except torch's Python implementations and the compilers (refused at once).
+    library run.
 
     Nothing is kept that could take a refusal back: the registrations' handles are held only
     by reference counts no Python object owns, the originals only by the kernels the

@@ -33,14 +33,24 @@ ATTENTION = ["torch.nn.functional.scaled_dot_product_attention",
 LAYER_NORM = ["torch.nn.functional.layer_norm", "torch.layer_norm"]
 
 
-def _run(func, forbidden, *args, grad=True):
+def _table():
+    from autograder.assignment import load_assignment
+
+    return load_assignment("attention").routines
+
+
+def _run(func, forbidden, *args, grad=True, table=None):
+    """`func` called as a question forbidding `forbidden` calls it, in this process, with what
+    the attention assignment's table says computes each routine."""
     from autograder.sandbox.execute import run_call
 
+    table = table if table is not None else _table()
     upstream = None
     if grad:
         out = func(*[a.detach() if isinstance(a, torch.Tensor) else a for a in args])
         upstream = torch.ones_like(out)
-    return run_call(func, args, {}, upstream=upstream, want_grad=grad, forbidden=forbidden)
+    return run_call(func, args, {}, upstream=upstream, want_grad=grad, forbidden=forbidden,
+                    plans=[table.plan(n) for n in forbidden])
 
 
 NAME = "".join(["_", "soft", "max"])      # built at run time, as a student would
@@ -167,25 +177,28 @@ def test_a_python_level_library_function_is_refused_through_every_alias():
     assert np.allclose(scipy.special.softmax(a).sum(), 1.0)
 
 
-def test_lint_knows_every_mapped_operator():
-    from autograder.sandbox.forbidden_ops import ROUTINE_OPS, missing_ops
+@pytest.mark.parametrize("assignment", ["attention", "attention_numpy"])
+def test_lint_knows_every_operator_of_the_shipped_tables(assignment):
+    from autograder.assignment import load_assignment
+    from autograder.sandbox.forbidden_ops import missing_ops
 
-    assert missing_ops(ROUTINE_OPS) == []
-    assert missing_ops(["torch.softmax"]) == [] and "_softmax" in ROUTINE_OPS["torch.softmax"]
+    table = load_assignment(assignment).routines
+    ops = {o for r in table.routines.values() for o in r.aten} | {
+        o for r in table.routines.values() for g in r.signature for o in g}
+    assert len(ops) > 30 and missing_ops(ops) == []
+    assert "_softmax" in table.plan("torch.softmax").ops
 
 
-def test_an_older_torch_missing_newer_operators_is_no_authoring_mistake(monkeypatch):
+def test_an_older_torch_missing_newer_operators_is_no_authoring_mistake():
     """`check` runs lint: a student's torch 2.4 lacks `_safe_softmax` (added later), which no
-    route can reach there, so it must not stop their check; on a torch as new as the table a
-    missing operator is still reported."""
+    route can reach there, so it must not stop their check; on a torch as new as the one the
+    project pins a missing operator is still reported."""
     from autograder.sandbox import forbidden_ops
 
-    monkeypatch.setitem(forbidden_ops.ROUTINE_OPS, "torch.softmax",
-                        (*forbidden_ops.ROUTINE_OPS["torch.softmax"], "_no_such_operator"))
-    assert forbidden_ops.missing_ops(["torch.softmax"], installed=(2, 4)) == []
-    assert forbidden_ops.missing_ops(["torch.softmax"], installed=(2, 13)) == \
-        ["_no_such_operator"]
-    assert forbidden_ops.missing_ops(["torch.softmax"]) == ["_no_such_operator"]   # 2.13 here
+    ops = [*_table().plan("torch.softmax").ops, "_no_such_operator"]
+    assert forbidden_ops.missing_ops(ops, installed=(2, 4)) == []
+    assert forbidden_ops.missing_ops(ops, installed=(2, 13)) == ["_no_such_operator"]
+    assert forbidden_ops.missing_ops(ops) == ["_no_such_operator"]   # 2.13 here
 
 
 # ------------------------------------------------------------------ the audit hook
@@ -417,7 +430,7 @@ def test_the_probe_finds_a_registration_handle_left_reachable(tmp_path):
                         ignore=shutil.ignore_patterns("__pycache__", "snapshots-*"))
     guard = tmp_path / "autograder" / "sandbox" / "guard.py"
     text = guard.read_text()
-    broken = text.replace("            del lib\n", "            KEPT.append(lib)\n")
+    broken = text.replace("                del lib\n", "                KEPT.append(lib)\n", 1)
     assert broken != text
     guard.write_text(broken + "\nKEPT: list = []\n")
     softmax = _probe(tmp_path)
@@ -442,12 +455,14 @@ def test_lint_lists_the_library_implementations_refused_with_each_routine():
     r = run_cli("lint", "-a", "attention", "--no-reference")
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
-    softmax = lines[next(i for i, l in enumerate(lines) if l.startswith("softmax: forbids")) + 2]
+    start = next(i for i, l in enumerate(lines) if l.startswith("softmax: forbids"))
+    softmax = "\n".join(lines[start + 1:start + 5])
     for name in ("torch._refs.softmax", "torch._decomp.decompositions._softmax",
-                 "torch._refs.special.log_softmax", "scipy.special._logsumexp.softmax"):
+                 "torch._refs.special.log_softmax", "`scipy.special.softmax`", "(exp) + (sum"):
         assert name in softmax, softmax
     block = next(i for i, l in enumerate(lines) if l.startswith("block: forbids"))
     assert "torch._refs.nn.functional.layer_norm" in lines[block + 2]
+    assert "`scipy.stats.zscore`" in "\n".join(lines[block:block + 5])
     assert "split_heads:" not in r.stdout      # forbids nothing
 
 
@@ -455,11 +470,13 @@ def test_every_installed_implementation_is_refused_in_the_worker():
     """What lint lists is what `guard.install` swaps: each implementation ends the process."""
     code = r"""
 import os, sys
+from autograder.assignment import load_assignment
 from autograder.sandbox import guard
 from autograder.sandbox.library_routines import implementations
-from autograder.sandbox.forbidden_ops import ROUTINE_OPS
-found = implementations(ROUTINE_OPS["torch.softmax"])
-assert guard.install(["torch.softmax"], lambda code: os._exit(code), offset=100) is None
+plan = load_assignment("attention").routines.plan("torch.softmax")
+found = implementations(plan.ops)
+assert guard.install(["torch.softmax"], [plan], lambda code: os._exit(code),
+                     lambda kind, i: 100 + i, tokens={}) is None
 for name, f in found.items():
     pid = os.fork()
     if pid == 0:
