@@ -531,15 +531,95 @@ def test_a_routine_refused_ahead_of_need_runs_where_its_question_allows_it(tmp_p
         assert qs[qid]["status"] == "passed", (qid, qs[qid]["feedback"])
 
 
-def test_a_forbidden_routine_called_at_the_top_level_costs_only_its_questions(tmp_path):
-    """The refusals are in place before the file is imported: a comparison with the library at
-    the top level of the file is refused there, for the question that forbids it alone, with
-    feedback saying where such code belongs."""
-    source = HONEST_BODY + "\n\nassert torch.allclose(softmax(torch.ones(3)), " \
-                           "torch.softmax(torch.ones(3), -1))\n"
+SELF_TEST = """
+
+# A self-test at the top level (no __main__ guard): the library runs only while importing.
+_x = torch.randn(2, 5)
+assert torch.allclose(softmax(_x), torch.softmax(_x, -1))
+assert torch.allclose(layer_norm(_x, torch.ones(5), torch.zeros(5)),
+                      torch.nn.functional.layer_norm(_x, (5,)), atol=1e-6)
+"""
+
+
+def test_a_library_routine_called_only_at_the_top_level_costs_nothing(tmp_path):
+    """The refusals hold once the import is over (`armed.py`): a self-test at the top level of
+    the file that compares with torch.softmax and F.layer_norm costs nothing, in `grade` as in
+    `check`; the same routine called by a graded function is still refused, in both."""
+    from autograder.assignment import load_assignment
+    from autograder.grade import check_in_process
+
+    source = HONEST_BODY + SELF_TEST
     qs = _grade_one(tmp_path, source)["questions"]
-    assert qs["softmax"]["status"] == "forbidden call" and qs["softmax"]["score"] == 0
-    assert "top level of your file" in qs["softmax"]["feedback"]
-    assert 'if __name__ == "__main__":' in qs["softmax"]["feedback"]
-    for qid in ("attention", "mask", "split_heads", "multi_head", "block"):
+    for qid in QUESTIONS:
         assert qs[qid]["status"] == "passed", (qid, qs[qid]["feedback"])
+    path = tmp_path / "checked" / "attention.py"
+    path.parent.mkdir()
+    path.write_text(source)
+    checked = check_in_process(load_assignment("attention"), path).questions
+    assert all(checked[q].status == "passed" for q in QUESTIONS), checked
+    used = source.replace("def softmax(x, dim=-1):\n",
+                          "def softmax(x, dim=-1):\n    return torch.softmax(x, dim)\n")
+    assert used != source
+    (tmp_path / "used").mkdir()
+    qs = _grade_one(tmp_path / "used", used)["questions"]
+    assert qs["softmax"]["status"] == "forbidden call" and qs["softmax"]["score"] == 0
+    assert qs["block"]["status"] == "passed", qs["block"]["feedback"]
+    path.write_text(used)
+    checked = check_in_process(load_assignment("attention"), path).questions
+    assert checked["softmax"].status == "forbidden call"
+    # The same words (grade adds where the source shows the route, from its scan).
+    import re
+
+    words = checked["softmax"].cases[0].message.split("\n")[0]
+    graded = re.sub(r" \(your source: [^)]*\)", "", qs["softmax"]["feedback"])
+    assert words in graded, (words, graded)
+
+
+UNARMED_SCRIPT = r"""
+import json, sys
+from pathlib import Path
+from autograder.assignment import load_assignment
+from autograder.grade import grade_submission
+from autograder.sandbox import Sandbox
+
+sandbox = Sandbox("auto")
+try:
+    row = grade_submission(load_assignment("attention"), Path(sys.argv[1]), sandbox).to_json()
+finally:
+    sandbox.close()
+print(json.dumps({q: v["score"] for q, v in row["questions"].items()}))
+"""
+
+
+def test_serving_the_calls_from_the_import_gains_nothing_only_because_the_arming_is_read(
+        tmp_path):
+    """A file whose top level never hands the worker back serves the graded calls itself,
+    before the refusals hold. The trusted side reads from outside the worker (the fork server)
+    that they hold before it sends any call: nothing that forbids a routine is graded there. A
+    copy of the engine that skips that reading gives the same file full marks: the reading is
+    what holds."""
+    import test_hostile
+
+    attack = HOSTILE / "arming_skipped_serving_from_import.py"
+
+    def scores(root: Path) -> dict:
+        r = subprocess.run([sys.executable, "-c", UNARMED_SCRIPT, str(attack)],
+                           capture_output=True, text=True, cwd=root, timeout=600)
+        assert r.returncode == 0, r.stderr[-3000:]
+        return json.loads(r.stdout.strip().splitlines()[-1])
+
+    held = scores(ROOT)
+    assert held["softmax"] == 0 and held["block"] == 0
+    assert held["split_heads"] > 0
+    for part in ("autograder", "assignments", "reference", "student_template"):
+        shutil.copytree(ROOT / part, tmp_path / part,
+                        ignore=shutil.ignore_patterns("__pycache__", "snapshots-*"))
+    session = tmp_path / "autograder" / "sandbox" / "session.py"
+    text = session.read_text()
+    broken = text.replace("if forbidden and not self.sandbox.armed(self.wid):",
+                          "if False:")
+    assert broken != text
+    session.write_text(broken)
+    skipped = scores(tmp_path)
+    assert skipped["softmax"] > 0 and skipped["block"] > 0, skipped
+    assert test_hostile.EXPECTED[attack.name]["softmax"] == 0
