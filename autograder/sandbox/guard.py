@@ -328,7 +328,7 @@ def _build(names: Sequence[str], plans: Sequence[Plan], on_hit: Callable,
                         "@original": original}, "observe")
                 built.registrations.append((overload, key, kernel))
     refusal = _Refusals(on_hit, armed, dormant)
-    _python_level(built, plans, refusal, code_of)
+    _python_level(built, names, plans, refusal, code_of)
     # torch's Python implementations of the operators (its references, its decompositions).
     changed = {id(w) for w, attr, _ in built.swaps if attr == "__code__"}
     for i, plan in enumerate(plans):
@@ -344,36 +344,38 @@ def _build(names: Sequence[str], plans: Sequence[Plan], on_hit: Callable,
     return built
 
 
-def _python_level(built: Built, plans: Sequence[Plan], refusal: _Refusals,
-                  code_of: Callable) -> None:
-    """The swaps refusing each plan's Python-level targets."""
+def _python_level(built: Built, names: Sequence[str], plans: Sequence[Plan],
+                  refusal: _Refusals, code_of: Callable) -> None:
+    """The swaps refusing each plan's Python-level targets. A target that is a forbidden name
+    itself is refused with its own name's code (feedback names what was called)."""
     seen: set[int] = set()
-    for i, plan in enumerate(plans):
+    order = [(i, d) for i, plan in enumerate(plans) for d in plan.python if d == names[i]] + \
+        [(i, d) for i, plan in enumerate(plans) for d in plan.python]
+    for i, dotted in order:
         code = code_of("routine", i)
-        for dotted in plan.python:
-            target = _python_target(dotted)
-            if target is None:
-                continue
-            owner, attr, obj = target
-            if id(obj) in seen:
-                continue
-            seen.add(id(obj))
-            if isinstance(obj, types.FunctionType):
-                # In place: every reference to the function object meets the refusal.
-                for f in _functions_of(obj):
-                    built.swaps.append((f, "__code__", refusal(code, _copy(f), f)))
-            elif _is_ufunc(obj):
-                stand_in = _ufunc_stand_in(obj, lambda m: refusal(code, m))
-                built.swaps += [(where, key, stand_in) for where, key in _homes(obj)]
-            else:
-                value = refusal(code, obj)
-                homes = [(owner, attr)]
-                home = sys.modules.get(getattr(obj, "__module__", None) or "")
-                short = getattr(obj, "__name__", None)
-                if home is not None and short and getattr(home, short, None) is obj:
-                    homes.append((home, short))
-                homes += [(w, k) for w, k in _homes(obj) if (w, k) not in homes]
-                built.swaps += [(w, k, value) for w, k in homes]
+        target = _python_target(dotted)
+        if target is None:
+            continue
+        owner, attr, obj = target
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        if isinstance(obj, types.FunctionType):
+            # In place: every reference to the function object meets the refusal.
+            for f in _functions_of(obj):
+                built.swaps.append((f, "__code__", refusal(code, _copy(f), f)))
+        elif _is_ufunc(obj):
+            stand_in = _ufunc_stand_in(obj, lambda m, code=code: refusal(code, m))
+            built.swaps += [(where, key, stand_in) for where, key in _homes(obj)]
+        else:
+            value = refusal(code, obj)
+            homes = [(owner, attr)]
+            home = sys.modules.get(getattr(obj, "__module__", None) or "")
+            short = getattr(obj, "__name__", None)
+            if home is not None and short and getattr(home, short, None) is obj:
+                homes.append((home, short))
+            homes += [(w, k) for w, k in _homes(obj) if (w, k) not in homes]
+            built.swaps += [(w, k, value) for w, k in homes]
 
 
 def _ufunc_stand_in(ufunc: Any, refusal: Callable[[Callable], Callable]) -> Any:

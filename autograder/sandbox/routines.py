@@ -164,6 +164,9 @@ class Table:
             if signature and signature not in plan.signatures:
                 plan.signatures.append(signature)
         own = [n for n in routine.names if not n.startswith("autograd.")]
+        if entry in own and entry.startswith("torch.") and _is_python_function(entry):
+            # The entry's own Python function first: a refusal there names what was called.
+            plan.python.append(entry)
         for name in own:
             if is_op_name(name):
                 op = bare_op(name)
@@ -229,6 +232,12 @@ def _resolve(name: str) -> Any:
             return None
         return obj
     return None
+
+
+def _is_python_function(name: str) -> bool:
+    import types
+
+    return isinstance(_resolve(name), types.FunctionType)
 
 
 def _has_op(op: str) -> bool:
