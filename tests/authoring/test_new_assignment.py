@@ -20,7 +20,7 @@ CORRECT = '''import torch
 
 
 def double(x):
-    return 2 * x
+    return x + x
 
 
 double_of_21 = 21 * 2
@@ -97,8 +97,10 @@ def test_grade(adir, course, tmp_path):
     subs = tmp_path / "subs"
     subs.mkdir()
     (subs / "right.py").write_text(CORRECT)
-    (subs / "uses_mul.py").write_text(CORRECT.replace("return 2 * x", "return torch.mul(x, 2)")
+    (subs / "uses_mul.py").write_text(CORRECT.replace("return x + x", "return torch.mul(x, 2)")
                                       .replace("21 * 2", "21"))
+    # Forbidding torch.mul forbids what it computes: the operator, by any route.
+    (subs / "uses_star.py").write_text(CORRECT.replace("return x + x", "return 2 * x"))
     shutil.copy(course / "student_template" / "double.py", subs / "template.py")
     out = tmp_path / "grades.json"
     r = run_cli("grade", "-a", str(adir), str(subs), "--json", str(out))
@@ -111,6 +113,8 @@ def test_grade(adir, course, tmp_path):
     assert {q["status"] for q in rows["template.py"]["questions"].values()} == {"not attempted"}
     mul = rows["uses_mul.py"]["questions"]
     assert mul["double"]["status"] == "forbidden call" and "torch.mul" in mul["double"]["feedback"]
+    star = rows["uses_star.py"]["questions"]["double"]
+    assert star["status"] == "forbidden call" and "torch.mul" in star["feedback"]
     assert mul["recall"]["status"] == "failed"
     assert "that is the input; double it" in mul["recall"]["feedback"]
     assert "42" not in mul["recall"]["feedback"]
