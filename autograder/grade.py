@@ -309,12 +309,14 @@ def _grade_submission(assignment: Assignment, path: Path, sandbox: Sandbox,
         # torch's checkpointing imports its compiler's machinery on first use (seconds):
         # imported once by the fork server, not again by each of the submission's workers.
         python.append("torch._dynamo.optimize")
-    if ops or python:
-        sandbox.preload(python, ops)
     # Each worker refuses its question's forbidden routines and, ahead of need, those of the
-    # questions after it (`WorkerSession._arming`).
+    # questions after it (`WorkerSession._arming`): the first one refuses them all.
     schedule = [(q.id, tuple(question_forbidden(assignment, q.id))) for q in assignment.questions
                 if not questions or q.id in questions]
+    first = list(dict.fromkeys(n for _, names in schedule for n in names))
+    if ops or python or first:
+        sandbox.preload(python, ops, (first, [assignment.routines.plan(n).to_json()
+                                              for n in first]))
     session = WorkerSession(sandbox, sub.source, filename,
                             Path(assignment.student_file).stem, list(assignment.api), limits,
                             cells=cells, answers=list(assignment.answers),

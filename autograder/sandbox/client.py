@@ -214,19 +214,27 @@ class Sandbox:
             raise SandboxError("the fork server could not start a worker")
         return wid, ours, memory
 
-    def preload(self, names: list[str], ops: list[str] = ()) -> None:
+    def preload(self, names: list[str], ops: list[str] = (),
+                arming: tuple[list[str], list[dict]] | None = None) -> None:
         """Have the fork server import the modules of these dotted names and look up what
-        refusing them and the operators `ops` takes, once (each worker then installs them
-        without paying for it)."""
+        refusing them and the operators `ops` takes, and build what arming a worker for
+        `arming` (names and their plans) takes, once: each worker then installs them without
+        paying for it."""
         todo = [n for n in names if n not in self._preloaded]
         todo_ops = [o for o in ops if f"aten::{o}" not in self._preloaded]
-        if not todo and not todo_ops:
+        key = repr(arming) if arming else None
+        if not todo and not todo_ops and (key is None or key in self._preloaded):
             return
         self.wait_ready()
-        self._send({"op": "preload", "names": todo, "ops": todo_ops})
+        request: dict = {"op": "preload", "names": todo, "ops": todo_ops}
+        if arming:
+            request["arming"] = {"names": list(arming[0]), "plans": list(arming[1])}
+        self._send(request)
         self._reply(timeout=120)
         self._preloaded.update(todo)
         self._preloaded.update(f"aten::{o}" for o in todo_ops)
+        if key is not None:
+            self._preloaded.add(key)
 
     def armed(self, wid: int) -> bool:
         """Whether worker `wid`'s refusals hold (read by the fork server, outside the worker:

@@ -384,12 +384,20 @@ class ForkServer:
         """Import the modules of some dotted names (library code only, never student code) and
         look up what refusing them and some operators takes (`guard.prepare`), so that workers
         forked later share it."""
-        from .execute import tripwire_module
-        from .guard import prepare
+        from .evidence import exit_code
+        from .execute import STOP_CODES, tripwire_module
+        from .guard import prebuild, prepare
+        from .routines import Plan
 
         names = [str(n) for n in req.get("names", [])[:256]]
         loaded = [tripwire_module(n) for n in names]
         prepare([str(o) for o in req.get("ops", [])[:512]], names)
+        arming = req.get("arming")
+        if isinstance(arming, dict):
+            # What a submission's first worker refuses: built once here, for every fork.
+            prebuild([str(n) for n in arming.get("names", [])],
+                     [Plan.from_json(p) for p in arming.get("plans", [])], os._exit, exit_code,
+                     STOP_CODES)
         import gc
 
         gc.collect()

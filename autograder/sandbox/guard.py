@@ -231,6 +231,7 @@ class Built:
         self.swaps: list[tuple[Any, str, Any]] = []               # (object, attribute, value)
         self.run_kernel: Callable | None = None    # the Python-level refusals' operator
         self.problems: list[str] = []
+        self.tokens: dict = {}       # shared with the audit hook: the watch's frame reads
 
 
 class _Refusals:
@@ -299,10 +300,10 @@ def _build(names: Sequence[str], plans: Sequence[Plan], on_hit: Callable,
                     watched.setdefault(op, []).append(
                         (slots[groups], 1 << bit, full, code_of("library", i)))
     watch = None
+    if tokens is not None:
+        built.tokens = tokens
     if watched:
-        if tokens is None:
-            tokens = {}
-        watch = make_watch(isolated, make_classifier(stop), on_hit, tokens)
+        watch = make_watch(isolated, make_classifier(stop), on_hit, built.tokens)
     for op in list(refused) + [o for o in watched if o not in refused]:
         for overload, keys in _op_keys(op, op not in refused):
             for key in keys:
@@ -439,9 +440,26 @@ def prepare(ops: Iterable[str] = (), python: Iterable[str] = ()) -> None:
         _code(source)
 
 
+_PREBUILT: dict[tuple, Built] = {}
+
+
+def _key(names: Sequence[str], plans: Sequence[Plan]) -> tuple:
+    return tuple(names), repr([p.to_json() for p in plans])
+
+
+def prebuild(names: Sequence[str], plans: Sequence[Plan], on_hit: Callable[[int], Any],
+             code_of: Callable[[str, int], int], stop: Iterable[Any] = ()) -> None:
+    """Build what arming `names` takes (the kernels, the stand-ins, the refusing code) once, in
+    the fork server: the workers it forks for the same names inherit it and only register."""
+    key = _key(names, plans)
+    if key not in _PREBUILT:
+        _PREBUILT[key] = _build(names, plans, on_hit, code_of, armed_state.reader(isolated),
+                                dormant=True, tokens=None, stop=stop, load=True)
+
+
 def install(names: Sequence[str], plans: Sequence[Plan], on_hit: Callable[[int], Any],
-            code_of: Callable[[str, int], int], *, tokens: dict, stop: Iterable[Any] = ()
-            ) -> int | None:
+            code_of: Callable[[str, int], int], *, stop: Iterable[Any] = ()
+            ) -> tuple[int | None, dict]:
     """Refuse `names` in this process for good: the sandboxed worker's arming, done once,
     before the student's source is imported, from what the trusted side sent. The refusals
     hold from the moment `armed.arm()` runs (after the import); until then they let the
@@ -449,20 +467,24 @@ def install(names: Sequence[str], plans: Sequence[Plan], on_hit: Callable[[int],
 
     Nothing is kept that could take a refusal back: the registrations' handles are held only
     by reference counts no Python object owns, the originals only by the kernels the
-    dispatcher holds. Returns None, or the index of what could not be installed
-    (`evidence.UNARMED`), for the worker to end on before any student code runs. `tokens` is
-    shared with the audit hook (the frame reads of the signature's watch)."""
+    dispatcher holds. Returns (None, or the index of what could not be installed
+    (`evidence.UNARMED`), for the worker to end on before any student code runs; the tokens
+    the audit hook shares with the signature's watch)."""
     import ctypes
 
     import torch
 
-    built = _build(names, plans, on_hit, code_of, armed_state.reader(isolated), dormant=True,
-                   tokens=tokens, stop=stop, load=True)
+    built = _PREBUILT.pop(_key(names, plans), None)
+    if built is None:
+        built = _build(names, plans, on_hit, code_of, armed_state.reader(isolated),
+                       dormant=True, tokens=None, stop=stop, load=True)
+    _PREBUILT.clear()       # nothing of the other builds stays in the worker
+    tokens = built.tokens
     if built.problems and any("torch's kernel" in p for p in built.problems):
-        return 0
+        return 0, tokens
     make = getattr(torch._C, "_dispatch_library", None)
     if (built.registrations or built.run_kernel) and make is None:
-        return 0
+        return 0, tokens
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # "overriding a previously registered kernel"
@@ -478,11 +500,11 @@ def install(names: Sequence[str], plans: Sequence[Plan], on_hit: Callable[[int],
                 ctypes.pythonapi.Py_IncRef(ctypes.py_object(lib))
                 del lib
     except Exception:  # noqa: BLE001 - whatever the registration raised: fail closed
-        return 1
+        return 1, tokens
     if not bypass.apply(built.swaps):
-        return 2
+        return 2, tokens
     torch.compile = bypass.eager_compile(isolated)
-    return None
+    return None, tokens
 
 
 def make_guard(on_hit: Callable[[Any], Any], stop: Iterable[Any] = ()

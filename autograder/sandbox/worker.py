@@ -301,8 +301,7 @@ def arm_for_good(forbidden: tuple[str, ...], plans: list[Plan], audit_hook: bool
     import is over), then (with `audit_hook`) put the engine out of reach. A refusal that
     cannot be installed ends the worker here, with a status naming why (`evidence.UNARMED`):
     the trusted side grades none of its questions."""
-    tokens: dict = {}
-    failed = guard.install(forbidden, plans, _exit, exit_code, tokens=tokens, stop=STOP_CODES)
+    failed, tokens = guard.install(forbidden, plans, _exit, exit_code, stop=STOP_CODES)
     if failed is not None:
         _exit(UNARMED_EXIT + failed)
     if audit_hook:

@@ -475,8 +475,10 @@ from autograder.sandbox import guard
 from autograder.sandbox.library_routines import implementations
 plan = load_assignment("attention").routines.plan("torch.softmax")
 found = implementations(plan.ops)
+from autograder.sandbox import armed
 assert guard.install(["torch.softmax"], [plan], lambda code: os._exit(code),
-                     lambda kind, i: 100 + i, tokens={}) is None
+                     lambda kind, i: 100 + i)[0] is None
+assert armed.arm()
 for name, f in found.items():
     pid = os.fork()
     if pid == 0:
