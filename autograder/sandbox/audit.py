@@ -5,9 +5,11 @@ audit hook, and its state lives only in this closure. CPython raises an audit ev
 way to reach objects the student was not given: frames (`sys._getframe`, `sys._current_frames`,
 a traceback's `tb_frame`, a generator's or coroutine's frame, `f_code`), the collector's object
 lists, `ctypes`, building code and functions, `marshal`, pickle's `find_class`, trace and
-profile hooks, the process's own `/proc` files, and imports. The hook refuses those by ending
-the worker with an exit status naming the escape (`evidence.py`): the refusal is complete (no
-code of the student's runs after it) and the trusted side reads it from outside the worker.
+profile hooks, the process's own `/proc` files, imports, and raising the resource limit that
+makes the refusals hold (`armed.py`; lowering it to 0 only makes them hold). The hook refuses
+those by ending the worker with an exit status naming the escape (`evidence.py`): the refusal
+is complete (no code of the student's runs after it) and the trusted side reads it from outside
+the worker.
 
 Honest code must never trip it, so a few readers are allowed by who asks, identified by their
 code objects (which the student can neither forge nor rebuild: building code is refused):
@@ -17,7 +19,9 @@ code objects (which the student can neither forge nor rebuild: building code is 
   which returns text), so `traceback.print_exc()` or a `NamedTuple` keep working;
   `inspect.stack()` or `sys._getframe()` itself, which hand frames to the caller, are refused;
 * the import system's `marshal.loads` of cached bytecode;
-* the engine's own code (`trusted`): the guard's code swaps (`guard.py`).
+* the engine's own code (`trusted`): the guard's code swaps (`guard.py`);
+* the refusals' own walk of the stack (`observe.py`): each frame read is let through once by a
+  token the walk and this hook alone hold.
 
 What it does not hold against: native code. A compiled extension already loaded by a library,
 or a bug in one, runs below Python's audit points; there only the sandbox level holds (its own
