@@ -223,6 +223,10 @@ honest = {
     "signature": lambda: inspect.signature(caught),
     "gc.collect": gc.collect,
     "read /proc/cpuinfo": lambda: open("/proc/cpuinfo").read(1),
+    "arm the refusals": lambda: __import__("resource").setrlimit(
+        __import__("resource").RLIMIT_RTTIME, (0, 0)),
+    "another resource limit": lambda: __import__("resource").setrlimit(
+        __import__("resource").RLIMIT_CORE, (0, 0)),
 }
 def tb_frame():
     try:
@@ -246,6 +250,8 @@ escapes = {
     "/proc/self/maps": (lambda: open("/proc/self/maps"), 7),
     "addaudithook": (lambda: sys.addaudithook(lambda *a: None), 8),
     "set __code__": (lambda: setattr(caught, "__code__", tb_frame.__code__), 10),
+    "raise the arming limit": (lambda: __import__("resource").setrlimit(
+        __import__("resource").RLIMIT_RTTIME, (5, 5)), 13),
 }
 def run(case):
     audit.install(lambda code: os._exit(code), trusted=guard.own_code())
@@ -274,12 +280,12 @@ for case in sys.argv[1:]:
                       "ran": b"RAN" in out}), flush=True)
 """
 HOOK_HONEST = ["format_exc", "namedtuple", "NamedTuple", "Enum", "logging", "signature",
-               "gc.collect", "read /proc/cpuinfo"]
+               "gc.collect", "read /proc/cpuinfo", "arm the refusals", "another resource limit"]
 HOOK_ESCAPES = {"sys._getframe": 0, "inspect.stack": 0, "tb_frame": 0, "gi_frame": 0,
                 "gc.get_objects": 1, "gc.get_referrers": 1, "ctypes": 2, "code.replace": 3,
                 "FunctionType": 3, "compile as a library file": 3, "marshal": 4,
                 "pickle find_class": 5, "settrace": 6, "/proc/self/maps": 7, "addaudithook": 8,
-                "set __code__": 10}
+                "set __code__": 10, "raise the arming limit": 13}
 
 
 @pytest.fixture(scope="module")
