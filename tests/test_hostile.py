@@ -274,6 +274,8 @@ COMPUTED = {
     "route_module_walk_attention.py": {**FULL, "multi_head": 0},
     "route_refs_private_normalize_layer_norm.py": {**FULL, "block": 0},
     "route_scipy_zscore_layer_norm.py": {**FULL, "block": 0},
+    # ... also when the file never names the package (imported at run time, refused as it is)
+    "route_hidden_import_zscore_layer_norm.py": {**FULL, "block": 0},
     # ... also when a tensor subclass of the student's performs each of the library's calls
     "route_torch_function_launders_library_attention.py": {**FULL, "multi_head": 0},
 }

@@ -156,13 +156,16 @@ def _under_proc(path) -> bool:
 
 
 def install(exit_worker, trusted: Iterable[object] = (),
-            engine_classes: Iterable[type] = (), tokens: dict | None = None) -> None:
+            engine_classes: Iterable[type] = (), tokens: dict | None = None,
+            on_import=None) -> None:
     """Install the hook. `exit_worker(status)` ends the process (`os._exit`, taken here so that
     nothing the student rebinds later matters); `trusted`: the engine's own code objects that
     may swap a function's code; `engine_classes`: classes whose attributes the student's code
     may not change; `tokens`: the frame reads the refusals' own stack walk makes
     (`observe.py`), each let through once: {thread: the frame about to be read, or
-    `sys._getframe` for the call that starts the walk}."""
+    `sys._getframe` for the call that starts the walk}; `on_import(name)`: called when a module
+    is about to be imported (after the import passed this hook's checks), outside this hook's
+    own guard, so that whatever it imports meets every check (`guard._late`)."""
     readers, generators, consumers = _standard_readers()
     loaders = set()
     for name in ("_frozen_importlib_external", "zipimport"):
@@ -327,5 +330,7 @@ def install(exit_worker, trusted: Iterable[object] = (),
             raise PermissionError("the grader's worker starts no other process")
         if kind is not None:
             exit_worker(exit_status + kind)
+        if on_import is not None and event == "import" and args:
+            on_import(str(args[0]))
 
     sys.addaudithook(hook)

@@ -136,12 +136,15 @@ def own_code() -> set[types.CodeType]:
     return found
 
 
-def _python_target(name: str):
-    """(owner, attribute, object) for a dotted `package.module.function`, or None."""
+def _python_target(name: str, load: bool = True):
+    """(owner, attribute, object) for a dotted `package.module.function`, or None. Without
+    `load`, only modules already imported count."""
     parts = name.split(".")
     for cut in range(len(parts) - 1, 0, -1):
         module = sys.modules.get(".".join(parts[:cut]))
         if module is None:
+            if not load:
+                continue
             try:
                 module = importlib.import_module(".".join(parts[:cut]))
             except Exception:  # noqa: BLE001 - not a module, or not installed
@@ -232,6 +235,9 @@ class Built:
         self.run_kernel: Callable | None = None    # the Python-level refusals' operator
         self.problems: list[str] = []
         self.tokens: dict = {}       # shared with the audit hook: the watch's frame reads
+        # Python-level targets whose module was not imported yet: (code, dotted name)
+        self.pending: list[tuple[Any, str]] = []
+        self.refusal: "_Refusals | None" = None
 
 
 class _Refusals:
@@ -279,7 +285,9 @@ def _build(names: Sequence[str], plans: Sequence[Plan], on_hit: Callable,
            tokens: dict | None, stop: Iterable[Any], load: bool) -> Built:
     """What refusing `names` (with their `plans`) takes. `dormant`: the refusals let the
     library run until `armed()` (the worker), else they refuse whenever they are in place
-    (the student's own process)."""
+    (the student's own process). `load`: import the modules of torch's implementations (the
+    worker) and of the Python-level targets (the student's own process); the worker leaves a
+    target whose module is not imported in `pending`, refused when it is (`late`)."""
     built = Built()
     refused: dict[str, int] = {}
     for i, plan in enumerate(plans):
@@ -328,8 +336,8 @@ def _build(names: Sequence[str], plans: Sequence[Plan], on_hit: Callable,
                         "@armed": armed, "@watch": watch, "@spec": spec,
                         "@original": original}, "observe")
                 built.registrations.append((overload, key, kernel))
-    refusal = _Refusals(on_hit, armed, dormant)
-    _python_level(built, names, plans, refusal, code_of)
+    refusal = built.refusal = _Refusals(on_hit, armed, dormant)
+    _python_level(built, names, plans, refusal, code_of, load=not dormant)
     # torch's Python implementations of the operators (its references, its decompositions).
     changed = {id(w) for w, attr, _ in built.swaps if attr == "__code__"}
     for i, plan in enumerate(plans):
@@ -346,37 +354,49 @@ def _build(names: Sequence[str], plans: Sequence[Plan], on_hit: Callable,
 
 
 def _python_level(built: Built, names: Sequence[str], plans: Sequence[Plan],
-                  refusal: _Refusals, code_of: Callable) -> None:
+                  refusal: _Refusals, code_of: Callable, load: bool = True) -> None:
     """The swaps refusing each plan's Python-level targets. A target that is a forbidden name
-    itself is refused with its own name's code (feedback names what was called)."""
+    itself is refused with its own name's code (feedback names what was called). Without
+    `load`, a target whose module is not imported yet is left in `built.pending`."""
     seen: set[int] = set()
     order = [(i, d) for i, plan in enumerate(plans) for d in plan.python if d == names[i]] + \
         [(i, d) for i, plan in enumerate(plans) for d in plan.python]
+    done: set[str] = set()
     for i, dotted in order:
         code = code_of("routine", i)
-        target = _python_target(dotted)
+        target = _python_target(dotted, load)
         if target is None:
+            if not load and dotted not in done:
+                built.pending.append((code, dotted))
+            done.add(dotted)
             continue
-        owner, attr, obj = target
-        if id(obj) in seen:
-            continue
-        seen.add(id(obj))
-        if isinstance(obj, types.FunctionType):
-            # In place: every reference to the function object meets the refusal.
-            for f in _functions_of(obj):
-                built.swaps.append((f, "__code__", refusal(code, _copy(f), f)))
-        elif _is_ufunc(obj):
-            stand_in = _ufunc_stand_in(obj, lambda m, code=code: refusal(code, m))
-            built.swaps += [(where, key, stand_in) for where, key in _homes(obj)]
-        else:
-            value = refusal(code, obj)
-            homes = [(owner, attr)]
-            home = sys.modules.get(getattr(obj, "__module__", None) or "")
-            short = getattr(obj, "__name__", None)
-            if home is not None and short and getattr(home, short, None) is obj:
-                homes.append((home, short))
-            homes += [(w, k) for w, k in _homes(obj) if (w, k) not in homes]
-            built.swaps += [(w, k, value) for w, k in homes]
+        done.add(dotted)
+        _python_swaps(built, refusal, code, target, seen)
+
+
+def _python_swaps(built: Built, refusal: _Refusals, code: Any, target: tuple,
+                  seen: set[int]) -> None:
+    """The swaps refusing one Python-level target, (owner, attribute, object)."""
+    owner, attr, obj = target
+    if id(obj) in seen:
+        return
+    seen.add(id(obj))
+    if isinstance(obj, types.FunctionType):
+        # In place: every reference to the function object meets the refusal.
+        for f in _functions_of(obj):
+            built.swaps.append((f, "__code__", refusal(code, _copy(f), f)))
+    elif _is_ufunc(obj):
+        stand_in = _ufunc_stand_in(obj, lambda m, code=code: refusal(code, m))
+        built.swaps += [(where, key, stand_in) for where, key in _homes(obj)]
+    else:
+        value = refusal(code, obj)
+        homes = [(owner, attr)]
+        home = sys.modules.get(getattr(obj, "__module__", None) or "")
+        short = getattr(obj, "__name__", None)
+        if home is not None and short and getattr(home, short, None) is obj:
+            homes.append((home, short))
+        homes += [(w, k) for w, k in _homes(obj) if (w, k) not in homes]
+        built.swaps += [(w, k, value) for w, k in homes]
 
 
 def _ufunc_stand_in(ufunc: Any, refusal: Callable[[Callable], Callable]) -> Any:
@@ -452,6 +472,9 @@ def prebuild(names: Sequence[str], plans: Sequence[Plan], on_hit: Callable[[int]
     """Build what arming `names` takes (the kernels, the stand-ins, the refusing code) once, in
     the fork server: the workers it forks for the same names inherit it and only register."""
     key = _key(names, plans)
+    if key in _PREBUILT and any(_python_target(d, load=False) is not None
+                                for _, d in _PREBUILT[key].pending):
+        del _PREBUILT[key]
     if key not in _PREBUILT:
         _PREBUILT[key] = _build(names, plans, on_hit, code_of, armed_state.reader(isolated),
                                 dormant=True, tokens=None, stop=stop, load=True)
@@ -459,7 +482,7 @@ def prebuild(names: Sequence[str], plans: Sequence[Plan], on_hit: Callable[[int]
 
 def install(names: Sequence[str], plans: Sequence[Plan], on_hit: Callable[[int], Any],
             code_of: Callable[[str, int], int], *, stop: Iterable[Any] = ()
-            ) -> tuple[int | None, dict]:
+            ) -> tuple[int | None, dict, Callable[[str], None]]:
     """Refuse `names` in this process for good: the sandboxed worker's arming, done once,
     before the student's source is imported, from what the trusted side sent. The refusals
     hold from the moment `armed.arm()` runs (after the import); until then they let the
@@ -469,22 +492,28 @@ def install(names: Sequence[str], plans: Sequence[Plan], on_hit: Callable[[int],
     by reference counts no Python object owns, the originals only by the kernels the
     dispatcher holds. Returns (None, or the index of what could not be installed
     (`evidence.UNARMED`), for the worker to end on before any student code runs; the tokens
-    the audit hook shares with the signature's watch)."""
+    the audit hook shares with the signature's watch; `late(module)`, which the audit hook
+    calls when a module is about to be imported: a Python-level target whose module was not
+    imported yet is refused as that module is, before the importing code gets it)."""
     import ctypes
 
     import torch
 
     built = _PREBUILT.pop(_key(names, plans), None)
+    if built is not None and any(_python_target(d, load=False) is not None
+                                 for _, d in built.pending):
+        built = None        # a module imported since it was built: build again
     if built is None:
         built = _build(names, plans, on_hit, code_of, armed_state.reader(isolated),
                        dormant=True, tokens=None, stop=stop, load=True)
     _PREBUILT.clear()       # nothing of the other builds stays in the worker
     tokens = built.tokens
-    if built.problems and any("torch's kernel" in p for p in built.problems):
-        return 0, tokens
     make = getattr(torch._C, "_dispatch_library", None)
+    late = _late(built, make)
+    if built.problems and any("torch's kernel" in p for p in built.problems):
+        return 0, tokens, late
     if (built.registrations or built.run_kernel) and make is None:
-        return 0, tokens
+        return 0, tokens, late
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # "overriding a previously registered kernel"
@@ -500,11 +529,66 @@ def install(names: Sequence[str], plans: Sequence[Plan], on_hit: Callable[[int],
                 ctypes.pythonapi.Py_IncRef(ctypes.py_object(lib))
                 del lib
     except Exception:  # noqa: BLE001 - whatever the registration raised: fail closed
-        return 1, tokens
+        return 1, tokens, late
     if not bypass.apply(built.swaps):
-        return 2, tokens
+        return 2, tokens, late
     torch.compile = bypass.eager_compile(isolated)
-    return None, tokens
+    return None, tokens, late
+
+
+def _late(built: Built, make: Callable | None) -> Callable[[str], None]:
+    """`late(module)`: refuse the pending Python-level targets under `module`, which is about
+    to be imported: the module is imported first (under every check the importing code would
+    meet), then each target is refused as at arming, and the grader's operator gets a kernel
+    that holds the new originals too (until the refusals hold the targets still run)."""
+    pending = list(built.pending)
+    refusal = built.refusal
+    seen: set[int] = set()
+    busy: list = []
+    kept: list = []     # the new kernels' registrations: held by this closure alone
+    import_module = importlib.import_module
+    catch_warnings, simplefilter = warnings.catch_warnings, warnings.simplefilter
+
+    def late(module: str) -> None:
+        if not pending or busy:
+            return
+        prefix = module + "."
+        mine = [(code, dotted) for code, dotted in pending if dotted.startswith(prefix)]
+        if not mine:
+            return
+        busy.append(module)
+        try:
+            try:
+                import_module(module)
+            except Exception:  # noqa: BLE001 - the importing code meets the same error
+                return
+            later = Built()
+            for code, dotted in mine:
+                target = _python_target(dotted, load=False)
+                if target is not None:
+                    pending.remove((code, dotted))
+                    _python_swaps(later, refusal, code, target, seen)
+            kernel = refusal.kernel() if refusal is not None else None
+            if kernel is not None and make is not None:
+                try:
+                    with catch_warnings():
+                        simplefilter("ignore")   # "overriding a previously registered kernel"
+                        lib = make("IMPL", NAMESPACE, "", "<forbidden routine>", 0)
+                        lib.impl("run", "CPU", kernel, False)
+                    kept.append(lib)
+                except Exception:  # noqa: BLE001 - fail closed: refuse them outright
+                    refusal.dormant = False
+                    later = Built()
+                    seen.clear()
+                    for code, dotted in mine:
+                        target = _python_target(dotted, load=False)
+                        if target is not None:
+                            _python_swaps(later, refusal, code, target, seen)
+            bypass.apply(later.swaps)
+        finally:
+            busy.clear()
+
+    return late
 
 
 def make_guard(on_hit: Callable[[Any], Any], stop: Iterable[Any] = ()

@@ -43,7 +43,7 @@ def _engine_modules() -> list[str]:
     return [n for n in sys.modules if n == ENGINE or n.startswith(ENGINE + ".")]
 
 
-def protect(tokens: dict | None = None) -> None:
+def protect(tokens: dict | None = None, on_import=None) -> None:
     """Put the engine out of the student's reach, just before their source runs: the audit hook
     (refusing frames, gc scans, ctypes, code building, ...), no engine module in `sys.modules`
     (importing one again is refused too), a `__main__` emptied of the fork server's names. Once per
@@ -56,7 +56,8 @@ def protect(tokens: dict | None = None) -> None:
 
     _posixsubprocess.fork_exec = guard.isolated(_REFUSE_PROCESS, {
         "@audit": sys.audit, "@error": PermissionError}, "fork_exec")
-    audit.install(_exit, trusted=guard.own_code(), engine_classes=classes, tokens=tokens)
+    audit.install(_exit, trusted=guard.own_code(), engine_classes=classes, tokens=tokens,
+                  on_import=on_import)
     for name in _engine_modules():
         del sys.modules[name]
     # The fork server's `__main__` holds its entry point, and libraries keep a reference to
@@ -301,11 +302,11 @@ def arm_for_good(forbidden: tuple[str, ...], plans: list[Plan], audit_hook: bool
     import is over), then (with `audit_hook`) put the engine out of reach. A refusal that
     cannot be installed ends the worker here, with a status naming why (`evidence.UNARMED`):
     the trusted side grades none of its questions."""
-    failed, tokens = guard.install(forbidden, plans, _exit, exit_code, stop=STOP_CODES)
+    failed, tokens, late = guard.install(forbidden, plans, _exit, exit_code, stop=STOP_CODES)
     if failed is not None:
         _exit(UNARMED_EXIT + failed)
     if audit_hook:
-        protect(tokens)
+        protect(tokens, late)
 
 
 def main_from_fd(fd: int, output_cap: int, forbidden: tuple[str, ...] = (),
