@@ -93,7 +93,9 @@ def _code_like(value: Any) -> bool:
 def eager_compile(isolated: Callable) -> Callable:
     """`torch.compile` that returns what it was given (also as a decorator with options)."""
     identity = isolated(IDENTITY, {}, "run_as_written")
-    return isolated(EAGER_COMPILE, {"@identity": identity}, "compile")
+    compile_ = isolated(EAGER_COMPILE, {"@identity": identity}, "compile")
+    compile_.__defaults__ = (None,)
+    return compile_
 
 
 def apply(changes: list[tuple[Any, str, Any]], keep: list | None = None) -> bool:

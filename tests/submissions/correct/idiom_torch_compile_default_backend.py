@@ -22,8 +22,15 @@ def causal_mask(T):
     return torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
 
 
+def _scores(q, k):
+    return q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+
+
+_compiled_scores = torch.compile(_scores)
+
+
 def scaled_dot_product_attention(q, k, v, mask=None):
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    scores = _compiled_scores(q, k)
     if mask is not None:
         scores = scores.masked_fill(mask, float("-inf"))
     weights = softmax(scores, dim=-1)
@@ -49,13 +56,11 @@ def multi_head_attention(x, params, n_heads, mask=None, context=None):
     return merge_heads(out) @ params["w_o"]
 
 
-def _layer_norm(x, gamma, beta, eps=1e-5):
+@torch.compile(dynamic=True)
+def layer_norm(x, gamma, beta, eps=1e-5):
     mean = x.mean(dim=-1, keepdim=True)
     var = ((x - mean) ** 2).mean(dim=-1, keepdim=True)
     return (x - mean) / torch.sqrt(var + eps) * gamma + beta
-
-
-layer_norm = torch.compile(_layer_norm, dynamic=True)
 
 
 def transformer_block(x, params, n_heads, mask=None):
