@@ -364,9 +364,11 @@ def _python_level(built: Built, names: Sequence[str], plans: Sequence[Plan],
     done: set[str] = set()
     for i, dotted in order:
         code = code_of("routine", i)
-        target = _python_target(dotted, load)
+        # A package the process has not imported is not imported for its target (SciPy's
+        # take seconds): the target waits until it is (`pending`).
+        target = _python_target(dotted, load and dotted.split(".")[0] in sys.modules)
         if target is None:
-            if not load and dotted not in done:
+            if dotted not in done:
                 built.pending.append((code, dotted))
             done.add(dotted)
             continue
@@ -631,7 +633,9 @@ def make_guard(on_hit: Callable[[Any], Any], stop: Iterable[Any] = ()
             return
         disarm()
         armed.append(key)
-        if key not in plans_built:
+        if key in plans_built and any(d.split(".")[0] in sys.modules
+                                      for _, d in plans_built[key].pending):
+            del plans_built[key]    # a target's package imported since: refuse it too
             # Library implementations the student's process has imported by now count.
             plans_built[key] = _build(names, plans, on_hit, lambda kind, i: (kind, i), always,
                                       dormant=False, tokens=None, stop=stop, load=False)
