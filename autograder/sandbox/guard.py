@@ -636,6 +636,7 @@ def make_guard(on_hit: Callable[[Any], Any], stop: Iterable[Any] = ()
         if key in plans_built and any(d.split(".")[0] in sys.modules
                                       for _, d in plans_built[key].pending):
             del plans_built[key]    # a target's package imported since: refuse it too
+        if key not in plans_built:
             # Library implementations the student's process has imported by now count.
             plans_built[key] = _build(names, plans, on_hit, lambda kind, i: (kind, i), always,
                                       dormant=False, tokens=None, stop=stop, load=False)
