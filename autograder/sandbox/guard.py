@@ -235,8 +235,10 @@ class Built:
         self.run_kernel: Callable | None = None    # the Python-level refusals' operator
         self.problems: list[str] = []
         self.tokens: dict = {}       # shared with the audit hook: the watch's frame reads
-        # Python-level targets whose module was not imported yet: (code, dotted name)
+        # Python-level targets whose module was not imported yet: (code, dotted name), and the
+        # top-level packages imported when this was built
         self.pending: list[tuple[Any, str]] = []
+        self.had: set[str] = set()
         self.refusal: "_Refusals | None" = None
 
 
@@ -337,6 +339,8 @@ def _build(names: Sequence[str], plans: Sequence[Plan], on_hit: Callable,
                         "@original": original}, "observe")
                 built.registrations.append((overload, key, kernel))
     refusal = built.refusal = _Refusals(on_hit, armed, dormant)
+    built.had = {d.split(".")[0] for plan in plans for d in plan.python
+                 if d.split(".")[0] in sys.modules}
     _python_level(built, names, plans, refusal, code_of, load=not dormant)
     # torch's Python implementations of the operators (its references, its decompositions).
     changed = {id(w) for w, attr, _ in built.swaps if attr == "__code__"}
@@ -633,8 +637,9 @@ def make_guard(on_hit: Callable[[Any], Any], stop: Iterable[Any] = ()
             return
         disarm()
         armed.append(key)
-        if key in plans_built and any(d.split(".")[0] in sys.modules
-                                      for _, d in plans_built[key].pending):
+        if key in plans_built and any(
+                d.split(".")[0] in sys.modules and d.split(".")[0] not in plans_built[key].had
+                for _, d in plans_built[key].pending):
             del plans_built[key]    # a target's package imported since: refuse it too
         if key not in plans_built:
             # Library implementations the student's process has imported by now count.
