@@ -6,7 +6,8 @@ Covered: nothing is served without a token (static files and the API included) n
 host name; the token moves into a SameSite cookie; changes need the page's CSRF token, JSON and
 no foreign Origin; two graders, one conflict refused with a message; the audit log; hostile
 answers (script tags, `onerror`, bidirectional and control characters, a 1 MB answer) shown as
-text; a group graded with the keyboard reaching the student's feedback page.
+text; a group graded with the keyboard reaching the student's feedback page; a graded
+answer's decision suggested to a reworded answer, never to a word salad.
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+from alike_answers import LONG, SAME_THING, WORD_SALAD
 from helpers import GRADED, ROOT, SUBMISSIONS, cli_in_process
 
 CORRECT = (SUBMISSIONS / "correct" / "einsum_style.py").read_text()
@@ -47,6 +49,9 @@ def results(tmp_path_factory):
     (cls / "ben.py").write_text(_answer("ben", SCALE + "!"))       # near-identical: one group
     (cls / "cat.py").write_text(_answer("cat", HOSTILE))
     (cls / "dan.py").write_text(_answer("dan", "x" * 1_000_000))   # a 1 MB answer
+    (cls / "lea.py").write_text(_answer("lea", LONG))
+    (cls / "ivy.py").write_text(_answer("ivy", SAME_THING["ivy"][0]))   # lea's, reworded
+    (cls / "kim.py").write_text(_answer("kim", WORD_SALAD))
     out = root / "out"
     r = cli_in_process("grade", "-a", "attention", str(cls), "--out", str(out), "--jobs", "1",
                        "--question", "softmax", "--question", "why_scale")
@@ -325,3 +330,26 @@ def test_a_group_graded_with_the_keyboard_reaches_the_feedback_page(page, server
     ann = next(s for s in grades["submissions"] if s["student"] == "ann")
     assert ann["questions"]["why_scale"]["score"] == 2 and \
         ann["questions"]["why_scale"]["grader"] == "ann-grader"
+
+
+def test_a_word_salad_is_offered_nothing_and_a_reworded_answer_is(page, server, tmp_path):
+    """With lea's answer graded full marks, ivy's rewording of it is offered that decision;
+    kim's word salad (the prompt's and the lessons' words, lea's among them) is offered none,
+    and `a` gives it nothing."""
+    lea = _group_of(server, "bo", "lea")["members"][0]
+    full = ["grow", "saturate", "gradients"]
+    status, _ = _post(server, "bo", "api/q/why_scale/grade",
+                      {"members": [["lea", lea["version"]]], "items": full, "adjust": 0,
+                       "comment": ""})
+    assert status == 200
+    _open_group(page, server, "ivy")
+    offered = page.inner_text("#suggestion")
+    assert offered.startswith("Suggested (press a): grow, saturate, gradients from "
+                              f"{lea['alias']}, "), offered
+    page.screenshot(path=str(tmp_path / "reworded.png"))
+    _open_group(page, server, "kim")
+    assert page.inner_text("#suggestion") == ""
+    page.keyboard.press("a")
+    assert page.inner_text("#score") == "0 / 3"
+    assert page.locator("#rubric [aria-pressed=true]").count() == 0
+    page.screenshot(path=str(tmp_path / "salad.png"))

@@ -15,6 +15,7 @@ from autograder.written.groups import group_answers, suggestion
 from autograder.written.sheet import export_csv, import_csv
 from autograder.written.spec import RubricItem
 from autograder.written.store import Conflict, Store, StoreError, score_of
+from alike_answers import LONG, SAME_THING, WORD_SALAD
 
 QUESTIONS = load_assignment("attention").written
 SCALE = "Dot products grow with d_k, so the softmax saturates and gradients vanish."
@@ -167,6 +168,34 @@ def test_the_closest_graded_answer_is_suggested(store):
     else:
         s = suggestion(eve, groups)
         assert s["items"] == ["sums_to_one"] and s["similarity"] >= 60
+
+
+def test_suggestions_go_to_answers_that_say_the_same_thing_not_to_a_word_salad(tmp_path):
+    """A word salad holds a full-marks answer's words (word-set containment gave it 97 and
+    that answer's decision); answers that say the same thing, reworded, reordered or
+    near-identical (split off their group), are offered the graded answer's decision."""
+    from rapidfuzz import fuzz
+
+    from autograder.written.groups import normalise
+
+    s = Store.create(tmp_path / "review.sqlite", "attention", QUESTIONS)
+    s.sync_answers([("ann", "why_scale", SCALE), ("lea", "why_scale", LONG),
+                    ("kim", "why_scale", WORD_SALAD),
+                    *[(who, "why_scale", text) for who, (text, _) in SAME_THING.items()]])
+    full = ["grow", "saturate", "gradients"]
+    for who in ("ann", "lea"):
+        s.save("why_scale", [(who, 0)], items=full, adjust=0, comment="", who="a")
+    assert fuzz.token_set_ratio(normalise(WORD_SALAD), normalise(SCALE)) > 90   # the old way
+    groups = group_answers("why_scale", s.answers("why_scale"), s.grades("why_scale"),
+                           {"fay"}, "salt")
+    of = {g.members[0].student: g for g in groups}
+    assert suggestion(of["kim"], groups) is None
+    aliases = {m.student: m.alias for g in groups for m in g.members}
+    for who, (_, source) in SAME_THING.items():
+        offered = suggestion(of[who], groups)
+        assert offered is not None, who
+        assert offered["items"] == full and offered["from"] == aliases[source], who
+        assert 70 <= offered["similarity"] <= 100
 
 
 # ------------------------------------------------------------------ CSV
