@@ -257,6 +257,39 @@ def test_one_bad_row_applies_none_and_every_bad_row_is_named(store, tmp_path):
     assert store.grades() == {}                      # row 2 was fine, and is not applied
 
 
+def test_the_sheet_shows_format_characters_as_codes_and_reads_them_back(tmp_path):
+    """A name and an answer with a right-to-left override show it as a code in the sheet; the
+    row, written back with points, grades that student. Two names the codes cannot tell
+    apart are refused, never guessed."""
+    s = Store.create(tmp_path / "review.sqlite", "attention", QUESTIONS)
+    s.sync_answers([("ev\u202eil", "why_scale", "scores \u202egrow\u202c"),
+                    ("ann", "why_scale", SCALE), ("x\u2066y", "why_scale", SCALE),
+                    ("x<U+2066>y", "why_scale", SCALE)])
+    sheet = tmp_path / "grades.csv"
+    export_csv(s, QUESTIONS, sheet)
+    text = sheet.read_text(encoding="utf-8")
+    assert "\u202e" not in text and "\u2066" not in text
+    rows = _rows(sheet)
+    evil = next(r for r in rows if r["student"] == "ev<U+202E>il")
+    assert evil["answer"] == "scores <U+202E>grow<U+202C>"
+    evil["points"] = "2"
+    with open(sheet, "w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    checked = import_csv(s, QUESTIONS, sheet, "offline")
+    assert not checked.errors and len(checked.changes) == 1
+    assert s.grades()[("ev\u202eil", "why_scale")].adjust == 2
+    for r in rows:
+        r["points"] = "1" if r["student"] == "x<U+2066>y" else ""
+    with open(sheet, "w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    checked = import_csv(s, QUESTIONS, sheet, "offline")
+    assert any("'x<U+2066>y' names 2 students" in e for e in checked.errors), checked.errors
+
+
 def test_a_grade_changed_after_the_export_is_not_written_over(store, tmp_path):
     sheet = tmp_path / "grades.csv"
     export_csv(store, QUESTIONS, sheet)
