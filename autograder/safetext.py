@@ -65,38 +65,39 @@ def _code(ch: str) -> str:
     return f"<U+{ord(ch):04X}>"
 
 
-def _pattern(control: str | None) -> re.Pattern:
-    """Controls (group `control`, when given), kept flags (group `flag`), format characters."""
-    head = f"(?P<control>[{control}])|" if control else ""
-    return re.compile(f"{head}(?P<flag>{_FLAG})|[{_FORMAT}]")
+def _html_code(ch: str) -> str:
+    return f"&lt;U+{ord(ch):04X}&gt;"
 
 
-def _format_sub(match: re.Match) -> str:
-    if match.group("flag") is not None:
-        return match.group()
-    ch = match.group()
-    if ch in (_ZWNJ, _ZWJ) and _ordinary_joiner(match.string, match.start()):
-        return ch
-    return _code(ch)
+_FORMAT_RE = re.compile(f"(?P<flag>{_FLAG})|[{_FORMAT}]")
+_ANY_FORMAT = re.compile(f"[{_FORMAT}]")
 
 
-_FORMAT_RE = _pattern(None)
+def _format(s: str, code=_code) -> str:
+    # Most texts hold none: one scan for a single class is the cheap way to know.
+    if s.isascii() or not _ANY_FORMAT.search(s):
+        return s
+
+    def sub(match: re.Match) -> str:
+        ch = match.group()
+        if match.group("flag") is not None or (
+                ch in (_ZWNJ, _ZWJ) and _ordinary_joiner(match.string, match.start())):
+            return ch
+        return code(ch)
+    return _FORMAT_RE.sub(sub, s)
 
 
 def format_codes(text: object) -> str:
     """`text` with every Unicode format character shown as a code (`<U+202E>`), but those
     ordinary writing needs (see the module's note); everything else as it is."""
-    s = str(text)
-    return s if s.isascii() else _FORMAT_RE.sub(_format_sub, s)
+    return _format(str(text))
 
 
-_VISIBLE_RE = _pattern(_CONTROL)
+_CONTROL_RE = re.compile(f"[{_CONTROL}]")
 
 
-def _visible_sub(match: re.Match) -> str:
-    ch = match.group("control")
-    if ch is None:
-        return _format_sub(match)
+def _escape_control(match: re.Match) -> str:
+    ch = match.group()
     if ch in _NAMED:
         return _NAMED[ch]
     code = ord(ch)
@@ -106,34 +107,31 @@ def _visible_sub(match: re.Match) -> str:
 def visible(text: object) -> str:
     """`text` on one line with every control character shown as an escape (ESC -> \\x1b)
     and every format character as a code (RLO -> <U+202E>; `format_codes`)."""
-    return _VISIBLE_RE.sub(_visible_sub, str(text))
+    return _format(_CONTROL_RE.sub(_escape_control, str(text)))
 
 
 # Line feed and tab are kept: a page shows an answer's lines.
-_SHOWN_RE = _pattern("\x00-\x08\x0b-\x1f\x7f-\x9f")
+_SHOWN_CONTROL_RE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
-def _shown_sub(match: re.Match) -> str:
-    ch = match.group("control")
-    return _code(ch) if ch is not None else _format_sub(match)
+def _shown(s: str, code=_code) -> str:
+    return _format(_SHOWN_CONTROL_RE.sub(lambda m: code(m.group()), s), code)
 
 
 def shown_text(text: object) -> str:
     """A student's text as a page shows it, line breaks and tabs kept: every other control
     character and every format character as a code (`<U+001B>`, `<U+202E>`)."""
-    return _SHOWN_RE.sub(_shown_sub, str(text))
+    return _shown(str(text))
 
 
 def page_finalize(value: object) -> object:
     """jinja2's `finalize` for every HTML page: each value a template prints is shown with
-    `shown_text` (HTML the engine built, such as `html_text`'s, gets the codes escaped)."""
-    from markupsafe import Markup, escape
-
-    if isinstance(value, Markup):
-        return Markup(_SHOWN_RE.sub(lambda m: str(escape(_shown_sub(m))), str(value)))
-    if isinstance(value, str):
-        return shown_text(value)
-    return value
+    `shown_text` (in HTML the engine built, such as `html_text`'s, the codes are escaped)."""
+    if not isinstance(value, str):
+        return value
+    if hasattr(value, "__html__"):          # markupsafe's Markup: HTML already
+        return type(value)(_shown(str(value), _html_code))
+    return shown_text(value)
 
 
 def shown_path(path: object) -> str:
