@@ -45,7 +45,9 @@ def _symbolic_target(path: Path) -> str | None:
         return None
     if not head.startswith(b"ref:"):
         return None
-    return head[4:].decode("utf-8", "replace").strip()
+    # The first line, as git reads it (anything after it would make git refuse the ref; taken
+    # as the target all the same, the check errs on the side of refusing).
+    return head[4:].decode("utf-8", "replace").strip().split("\n", 1)[0].strip()
 
 
 def _symbolic_refs(gitdir: Path) -> dict[str, str]:
