@@ -266,9 +266,12 @@ class _Grader:
             from ..grade import report_internal_error
             from ..runner import internal_error
 
+            from ..grade import with_answers_of_file
+
             report_internal_error(shown, e)
-            result = internal_error(self.assignment, shown, e,
-                                    include_hidden=not self.public_only)
+            result = with_answers_of_file(self.assignment, internal_error(
+                self.assignment, shown, e, include_hidden=not self.public_only), file,
+                self.questions)
         if _internal_error(result):
             # Not kept in the cache: the next run tries again. The sandbox may be in any state
             # after a fault of the grader: the next submission gets a fresh one.
