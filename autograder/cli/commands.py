@@ -119,9 +119,6 @@ def _import_quietly(*names: str) -> None:
     import importlib
 
     try:
-        import matplotlib
-
-        matplotlib.use("Agg")
         for name in names:
             importlib.import_module(name)
     except ImportError:
@@ -183,8 +180,7 @@ def cmd_grade(args) -> int:
     students = term.students
     if out is not None:
         # The reports' libraries load while the grading processes work (this one waits).
-        threading.Thread(target=_import_quietly, args=("matplotlib.pyplot", "jinja2"),
-                         daemon=True).start()
+        threading.Thread(target=_import_quietly, args=("jinja2",), daemon=True).start()
     try:
         graded = grade_class(assignment, students, out=out, jobs=args.jobs or None,
                              sandbox_level=args.sandbox, limits=limits,

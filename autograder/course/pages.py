@@ -16,15 +16,18 @@ def page_environment():
 
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True)
     env.filters["code"] = lambda text: Markup(html_text(text))
-    env.filters["picture"] = _picture_uri
+    env.filters["picture"] = _picture_svg
     return env
 
 
-def _picture_uri(picture: dict) -> str:
-    """A case's heatmaps (`autograder.pictures`) as a data URI; "" if they cannot be drawn."""
-    try:
-        from ..pictures.draw import data_uri
+def _picture_svg(picture: dict):
+    """A case's heatmaps (`autograder.pictures`) as inline SVG, every text in it escaped; ""
+    if they cannot be drawn."""
+    from markupsafe import Markup
 
-        return data_uri(picture)
+    try:
+        from ..pictures.draw import heatmap
+
+        return Markup(heatmap(picture))
     except Exception:  # noqa: BLE001 - a picture never costs a page
         return ""

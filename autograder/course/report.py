@@ -1,7 +1,6 @@
 """Files a class grading run writes: grades.csv, grades.json, feedback/*.md and report.html."""
 from __future__ import annotations
 
-import base64
 import collections
 import csv
 import io
@@ -100,30 +99,13 @@ def feedback_html(result: SubmissionResult, title: str, standing: Standing | Non
         written=written_render.feedback_views(result.written), markdown_file=markdown_file)
 
 
-def _plot_png(values: list[float], maximum: float, title: str, xlabel: str) -> str:
-    import matplotlib
+def _plot(values: list[float], maximum: float, title: str, xlabel: str):
+    """A distribution of scores as inline SVG (`pictures.draw.histogram`), safe in the page."""
+    from markupsafe import Markup
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from ..pictures.draw import histogram
 
-    fig, ax = plt.subplots(figsize=(4.2, 2.6), dpi=100)
-    if maximum <= 12 and all(float(v).is_integer() for v in values):
-        bins, span = [x - 0.5 for x in range(int(maximum) + 2)], None
-    else:
-        # Over the whole scale, not the values' own range (adjusted totals are fractional).
-        bins, span = min(20, max(5, int(maximum))), (0, max(maximum, 1e-9))
-    ax.hist(values, bins=bins, range=span, color="#4a7bd0", edgecolor="white")
-    ax.set_xlim(-0.5, maximum + 0.5)
-    ax.set_title(title, fontsize=10)
-    ax.set_xlabel(xlabel, fontsize=9)
-    ax.set_ylabel("students", fontsize=9)
-    ax.yaxis.get_major_locator().set_params(integer=True)
-    # Fixed margins: tight_layout measures every text and costs more than drawing the plot.
-    fig.subplots_adjust(left=0.16, right=0.97, top=0.88, bottom=0.2)
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png")
-    plt.close(fig)
-    return base64.b64encode(buf.getvalue()).decode()
+    return Markup(histogram(values, maximum, title, xlabel))
 
 
 def _named_mistakes(assignment: Assignment, results: list[SubmissionResult]) -> dict:
@@ -185,7 +167,7 @@ def html_report(assignment: Assignment, results: list[SubmissionResult],
             "statuses": sorted(statuses.items(), key=lambda kv: -kv[1]),
             "kinds": [(kind_words(k), n) for k, n in kinds.most_common(4)],
             "mistakes": sorted(mistakes.get(q.id, []), key=lambda m: -m[2])[:5],
-            "plot": _plot_png([qr.score for qr in per], qmax, q.id, "score"),
+            "plot": _plot([qr.score for qr in per], qmax, q.id, "score"),
         })
     problems, missing = [], []
     for r in results:
@@ -223,7 +205,7 @@ def html_report(assignment: Assignment, results: list[SubmissionResult],
         median=statistics.median(totals) if totals else 0.0, max_total=max_total,
         full=sum(st.counted == st.max_score and st.max_score > 0 for st in standings
                  if not st.missing),
-        total_plot=_plot_png(totals, max_total,
+        total_plot=_plot(totals, max_total,
                              "adjusted totals" if late_policy else "total scores",
                              "adjusted total" if late_policy else "total"),
         questions=questions, problems=problems, students=students, flags=flags,
