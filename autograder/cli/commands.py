@@ -57,7 +57,7 @@ def _assignment_for_file(path: Path | None, requested: str | None):
 
 
 def cmd_check(args) -> int:
-    from ..feedback import submission_text
+    from ..feedback import check_closing, submission_text, template_hint
     from ..grade import check_in_process
 
     assignment = _assignment_for_file(Path(args.file) if args.file else None, args.assignment)
@@ -70,7 +70,7 @@ def cmd_check(args) -> int:
         return 2
     if not path.exists():
         hint = "give the path of your .py or .ipynb" if args.file else \
-            f"copy the template ({assignment.template.name}) and fill it in"
+            template_hint(assignment)
         print(f"autograder: {shown_path(path)} not found; {hint}", file=sys.stderr)
         return 2
     if _lint_failed(assignment.root, reference=False):
@@ -79,14 +79,7 @@ def cmd_check(args) -> int:
     print(f"{assignment.title}: public checks of {path}")
     print(submission_text(result, show_passed=args.verbose, check=True))
     passed = all(q.status == QuestionStatus.PASSED for q in result.questions.values())
-    print("\nAll public checks pass. Hidden cases are graded after you submit." if passed else
-          "\nSome checks fail: read the messages above, fix, and run again.")
-    from ..written.render import unanswered
-
-    empty = unanswered(result.written)
-    if empty:   # said, never scored: a grader reads them after the submission
-        print(f"Written questions still unanswered: {', '.join(empty)} (graded by hand after "
-              "you submit).")
+    print("\n".join(check_closing(assignment, result)))
     return 0 if passed else 1
 
 

@@ -19,6 +19,7 @@ from ..status import PROBLEM_STATUSES, CaseStatus, QuestionStatus, kind_words
 from .pages import page_environment
 from ..written import render as written_render
 from .standing import Standing, plain_standing, statistics_rule
+from ..totals import Totals, out_of
 
 
 # The CSV status of a row flagged for review on doubts alone (no points taken).
@@ -209,17 +210,30 @@ def html_report(assignment: Assignment, results: list[SubmissionResult],
                              "adjusted totals" if late_policy else "total scores",
                              "adjusted total" if late_policy else "total"),
         questions=questions, problems=problems, students=students, flags=flags,
+        out_of=_out_of(assignment, handed_in or results),
         similarity=similarity, decisions=decisions or [],
         written=written_render.report_section(assignment.written, handed_in))
 
 
 def _written_cell(r: SubmissionResult) -> str:
-    """A student's written points in the report's table ("" without written questions)."""
-    if not r.written:
+    """A student's written points in the report's table, as the terminal's table shows them
+    (`wait 0/10`; "" without written questions)."""
+    return Totals.of(r).written_cell()
+
+
+def _out_of(assignment: Assignment, results: list[SubmissionResult]) -> str:
+    """What the totals are out of, and what waits for a grader (`totals`' words)."""
+    top = max(results, key=lambda r: r.max_score, default=None)
+    if top is None:
         return ""
-    waiting = sum(a.waiting for a in r.written.values())
-    points = sum(a.points for a in r.written.values())
-    return f"{points:g}" + (f" ({waiting} waiting)" if waiting else "")
+    t = Totals.of(top)
+    text = f"Totals are out of {out_of(t.autograded_max, t.written_max)}."
+    waiting = sum(Totals.of(r).waiting for r in results)
+    if waiting:
+        text += (f" Written answers worth {waiting:g} points in all wait for a grader "
+                 "(`autograder review`): until graded they count 0, in every total and "
+                 "statistic here.")
+    return text
 
 
 def write_reports(out: Path, assignment: Assignment, results: list[SubmissionResult],

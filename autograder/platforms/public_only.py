@@ -50,11 +50,16 @@ def points_heading(title: str, score: float, max_score: float, left: LeftOut | N
     return text + " on the public cases" if left else text
 
 
-def graded_later(left: LeftOut) -> str:
-    """The sentence saying what is still to come, with its points."""
-    return (f"These are the public cases only. {left.cases} hidden cases, worth "
-            f"{left.points:g} more points (out of {left.max_score:g} in all), are graded later: "
-            "the points here are feedback, not your grade.")
+def graded_later(assignment: Assignment) -> str:
+    """The sentence saying what is still to come after a run on the student's side, with its
+    points (`totals.graded_later`): the hidden cases a public bundle left out, the written
+    questions (graded by hand), and what the grade is out of; "" when nothing is to come."""
+    from ..totals import assignment_points, graded_later as later_words
+
+    left = left_out(assignment)
+    points = assignment_points(assignment)
+    return later_words(left.cases if left else 0, left.points if left else 0.0,
+                       points.autograded, points.written)
 
 
 def row_name(qid: str, left: LeftOut | None) -> str:
