@@ -86,7 +86,9 @@ def plain_messages() -> None:
     any other exception as otter shows it. Installed once, where otter runs the question files
     itself (the notebook's `grader.check`, otter's own grading)."""
     try:
-        from otter.test_files.exception_test import ExceptionTestFile
+        from ..questions import _import_otter_test_files
+
+        ExceptionTestFile = _import_otter_test_files()
     except ImportError:
         return
     original = ExceptionTestFile._generate_error_message
