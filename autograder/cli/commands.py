@@ -30,10 +30,11 @@ def _assignment_for_file(path: Path | None, requested: str | None):
     (`intake/track.py`), else attention, with a note saying how to ask for another."""
     if requested:
         return load_assignment(requested)
-    known = [load_assignment(name) for name in _known_assignments()]
-    for a in known:
-        if path is not None and Path(a.student_file).stem == path.stem:
-            return a
+    known = []
+    for name in _known_assignments():   # loaded one by one: the first that fits is enough
+        known.append(load_assignment(name))
+        if path is not None and Path(known[-1].student_file).stem == path.stem:
+            return known[-1]
     if len(known) == 1:
         return known[0]
     if path is not None and path.is_file():
