@@ -109,20 +109,33 @@ def _plot(values: list[float], maximum: float, title: str, xlabel: str):
     return Markup(histogram(values, maximum, title, xlabel))
 
 
-def _named_mistakes(assignment: Assignment, results: list[SubmissionResult]) -> dict:
+def _named_mistakes(assignment: Assignment, results: list[SubmissionResult],
+                    described: dict | None = None) -> dict:
     """{question: [(name, hint, count)]}: the named mistakes per question, by their names
     (none when no catalogue named any)."""
     try:
         counts = mistake_counts(results)
-        described = {}
-        if counts:
+        if counts and described is None:
             from ..diagnose import describe_mistakes   # loads torch: only when there are any
 
             described = describe_mistakes(assignment)
+        described = described or {}
     except Exception:  # noqa: BLE001 - a report must not fail over an optional section
         return {}
     return {q: [(described.get(m, {}).get("name") or m, described.get(m, {}).get("hint", ""), n)
                 for m, n in per.items()] for q, per in counts.items()}
+
+
+def _descriptions(out: Path, assignment: Assignment) -> dict | None:
+    """The mistakes' names and hints a grading process of this run recorded in its cache
+    (`batch.descriptions_file`), None when there are none (the report then loads them)."""
+    from .batch import descriptions_file
+
+    try:
+        data = json.loads(descriptions_file(out / ".cache", assignment).read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def _problem(qid: str, q) -> str:
@@ -140,7 +153,8 @@ def _problem(qid: str, q) -> str:
 def html_report(assignment: Assignment, results: list[SubmissionResult],
                 feedback_files: list[str], flags: list[dict],
                 similarity: dict | None = None, standings: list[Standing] | None = None,
-                late_policy: str | None = None, decisions: list[dict] | None = None) -> str:
+                late_policy: str | None = None, decisions: list[dict] | None = None,
+                described: dict | None = None) -> str:
     """`similarity`: what `similarity_report.class_section` gives (`grade --similarity`),
     shown in its own section; None leaves the section out. `feedback_files`: the feedback pages linked (.html; the .md
     beside each). `standings`: the total that counts per result, `late_policy` the policy's
@@ -150,7 +164,7 @@ def html_report(assignment: Assignment, results: list[SubmissionResult],
     handed_in = [r for r, st in zip(results, standings) if not st.missing]
     totals = [st.counted for st in standings if not st.missing]
     max_total = max((r.max_score for r in results), default=0.0)
-    mistakes = _named_mistakes(assignment, handed_in)
+    mistakes = _named_mistakes(assignment, handed_in, described)
     questions = []
     for q in assignment.questions:
         per = [r.questions[q.id] for r in handed_in if q.id in r.questions]
@@ -298,7 +312,8 @@ def write_reports(out: Path, assignment: Assignment, results: list[SubmissionRes
     _write_atomic(out / "grades.json", json.dumps(data, indent=2))
     _write_atomic(out / "report.html", html_report(assignment, results, feedback_files,
                                                    flags or [], similarity, standings,
-                                                   late_policy, decisions))
+                                                   late_policy, decisions,
+                                                   _descriptions(out, assignment)))
     return {"csv": out / "grades.csv", "json": out / "grades.json",
             "html": out / "report.html", "feedback": fb_dir,
             "feedback_files": [out / Path(f).with_suffix(".md") for f in feedback_files]}
