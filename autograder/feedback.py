@@ -6,11 +6,10 @@ screen or start a line of its own.
 """
 from __future__ import annotations
 
-from .render import render_question
+from .render import Totals, render_question
 from .results import QuestionResult, SubmissionResult
 from .safetext import visible
 from .status import MARKS, SHORT
-from .totals import Totals
 from .written.render import terminal_lines
 
 
@@ -130,9 +129,10 @@ def summary_table(results: list[SubmissionResult], question_ids: list[str],
 
 def check_closing(assignment, result: SubmissionResult) -> list[str]:
     """The lines `check` ends with: whether every public check passes, what the points leave
-    for later and what the grade is out of (`totals.graded_later`), and the written questions
+    for later and what the grade is out of (`render.graded_later`), and the written questions
     still unanswered."""
-    from .totals import assignment_points, graded_later
+    from .platforms.public_only import assignment_points
+    from .render import graded_later
     from .written.render import unanswered
 
     passed = all(q.status == "passed" for q in result.questions.values())

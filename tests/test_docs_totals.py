@@ -1,5 +1,5 @@
 """The totals the pages of docs/ state in prose are the assignment's, in the words the outputs
-use (`autograder/totals.py`): derived here from the assignment's files, never copied from a
+use (`autograder/render.py`, its totals): derived here from the assignment's files, never copied from a
 run. (The runs' own outputs are checked by `test_docs_commands.py`'s output markers.)"""
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from helpers import AUTOGRADED_MAX, PUBLIC_MAX, ROOT, WRITTEN_MAX
 
 from autograder.assignment import load_assignment
 from autograder.course.standing import Standing
-from autograder.totals import Totals, assignment_points, graded_later, out_of, points
+from autograder.platforms.public_only import assignment_points
+from autograder.render import Totals, graded_later, out_of, points
 
 
 def _page(name: str) -> str:

@@ -13,7 +13,7 @@ from hostile_names import MARKDOWN_RAISE as RAISE
 from hostile_names import forger_scores, forger_status
 
 from autograder.course.report import safe_name
-from autograder.totals import Totals
+from autograder.render import Totals
 
 NAME_IN_FILE = ("\\# Eve \\*\\*Total: 100%\\*\\* &lt;b onmouseover=alert(1)&gt;x "
                 "\\[y\\](javascript:alert(1))")

@@ -12,7 +12,7 @@ from hostile_names import TERMINAL_RAISE as RAISE
 from hostile_names import TERMINAL_SHOWN as SHOWN
 from hostile_names import forger_scores, forger_source, forger_status
 
-from autograder.totals import Totals
+from autograder.render import Totals
 
 # The message's leading line break is dropped (an error's first line is its first non-blank
 # one); `\r` and the escape sequences stay in the line, shown escaped.

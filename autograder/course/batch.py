@@ -77,7 +77,8 @@ def descriptions_file(folder: Path, assignment: Assignment) -> Path:
     """Where a class run's cache keeps the catalogue's names and hints of its mistakes
     (`describe_mistakes`), written by a grading process, which has the catalogue loaded: the
     report reads them there instead of loading the catalogue (and torch) itself."""
-    return folder / f"mistakes-{assignment_version(assignment)}.json"
+    # Not `.json`: every `*.json` of the cache is a submission's result.
+    return folder / f"mistakes-{assignment_version(assignment)}.names"
 
 
 class ResultCache:

@@ -23,7 +23,7 @@ from . import git_history
 from .classlist import Student, display
 from .roster import who_text
 from .standing import Standing, days_text, plain_standing
-from ..totals import Totals
+from ..render import Totals
 from ..safetext import csv_cell
 from ..status import QuestionStatus
 

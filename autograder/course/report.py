@@ -12,14 +12,13 @@ import time
 from pathlib import Path
 
 from ..assignment import Assignment
-from ..render import render_question
+from ..render import Totals, out_of, render_question
 from ..results import SubmissionResult, mistake_counts, results_json
 from ..safetext import csv_cell, markdown_inline, markdown_text
 from ..status import PROBLEM_STATUSES, CaseStatus, QuestionStatus, kind_words
 from .pages import page_environment
 from ..written import render as written_render
 from .standing import Standing, plain_standing, statistics_rule
-from ..totals import Totals, out_of
 
 
 # The CSV status of a row flagged for review on doubts alone (no points taken).

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from ..results import SubmissionResult
 from ..status import QuestionStatus
-from ..totals import Totals
+from ..render import Totals
 
 
 @dataclass(frozen=True)
@@ -31,7 +31,7 @@ class Standing:
 
     def total_text(self) -> str:
         """`31.5 / 35 (35 less 10 % for 1 day late)`, or `35 / 35` without a penalty; with
-        written questions, their part too, in `totals.Totals`' words: `42 / 52 (autograded
+        written questions, their part too, in `render.Totals`' words: `42 / 52 (autograded
         42 / 42, written 0 / 10 with 10 points waiting for a grader)`."""
         late = (f"{self.total:g} less {self.deduction * 100:g} % for "
                 f"{days_text(self.days_late)} late") if self.penalised else ""

@@ -30,10 +30,9 @@ from ..course.needs_instructor import NEEDS_INSTRUCTOR
 from .outputs import replace_file
 from ..project import PROJECT_ROOT
 from ..intake.student_files import Pick, pick_file
-from ..render import render_question
+from ..render import Totals, out_of, render_question
 from ..results import question_from_json
 from ..status import QuestionStatus
-from ..totals import Totals, out_of
 from ..written.answer import WrittenAnswer, is_written
 from ..written.outputs import PLATFORM_VARIABLE
 from ..written.render import ci_lines, graded_by_hand

@@ -7,7 +7,7 @@ import re
 from helpers import AUTOGRADED_MAX, QUESTIONS, SUBMISSIONS, WRITTEN_MAX, cases_of
 
 from autograder.platforms import gradescope
-from autograder.totals import out_of
+from autograder.render import out_of
 
 UNREACHED = """
 def softmax(x, dim=-1):
