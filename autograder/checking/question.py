@@ -171,8 +171,10 @@ class Question:
             e.output_digest = wrong_output_digest(got, e.problems)
             if not diagnose.collecting() and _ctx()["record"] is None:
                 # Outside a grading run: otter's grader.check (a notebook) or otter's grading.
-                # Name the likely mistake as `autograder check` does.
-                from ..platforms.notebook.hints import hint
+                # Name the likely mistake as `autograder check` does, and have otter show the
+                # message without the question file's source line above it.
+                from ..platforms.notebook.hints import hint, plain_messages
+                plain_messages()
                 line = hint(record, student)
                 if line:
                     e.args = (f"{e.args[0] if e.args else ''}\n{line}",)

@@ -329,7 +329,7 @@ def test_a_group_graded_with_the_keyboard_reaches_the_feedback_page(page, server
     page.screenshot(path=str(tmp_path / "grading.png"))
     page.keyboard.press("Enter")
     page.wait_for_selector("body[data-saved='1']")
-    assert "Saved: 2 answers, 2 points each" in page.inner_text("#message")
+    assert "Saved: 2 answers, 2 of 3 points each." in page.inner_text("#message")
     # The results folder's files are rewritten in the background; then the student sees it.
     # (The feedback pages are written before grades.json: wait for both.)
     deadline = time.monotonic() + 900
