@@ -15,12 +15,13 @@ from pathlib import Path
 
 def coverage(root: Path) -> list[str]:
     """Lines for the report: one per question that forbids something, then its routines."""
-    from ..assignment import load_assignment
-    from ..runner import question_forbidden
+    from ..grading.runner import question_forbidden
+    from ..model.assignment import load_assignment
     from ..sandbox.library_routines import implementations
+    from ..sandbox.routines import table_for
 
     assignment = load_assignment(str(root))
-    table = assignment.routines
+    table = table_for(assignment.routines)
     lines: list[str] = []
     for q in assignment.questions:
         names = [n for n in question_forbidden(assignment, q.id) if not n.startswith("autograd.")]

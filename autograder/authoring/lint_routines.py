@@ -14,16 +14,17 @@ import importlib
 from pathlib import Path
 
 from ..sandbox.forbidden_ops import missing_ops, overloads
-from ..sandbox.routines import RoutineError, Table, is_op_name, is_python_name, parse_routines
+from ..model.routines import RoutineError, Routines, parse_routines
+from ..sandbox.routines import Table, bare_op, is_op_name, is_python_name
 
 Finding = tuple[Path, int, str, str]
 TABLE_FIX = "correct the name, or declare the routine in assignment.toml's [routines]"
 
 
 def table_of(config: dict) -> tuple[Table, str | None]:
-    """The assignment's routines, and the table's error (then an empty table)."""
+    """What the assignment's routines refuse, and the table's error (then an empty table)."""
     try:
-        return Table(parse_routines(config.get("routines"))), None
+        return Table(Routines(parse_routines(config.get("routines")))), None
     except RoutineError as e:
         return Table(), str(e)
 
@@ -39,7 +40,7 @@ def _importable(name: str) -> bool:
 
 def refused_nowhere(table: Table, entry: str) -> bool:
     """Whether a forbidden entry would be refused by nothing (a typo, an unknown operator)."""
-    if table.routine_of(entry) is not None or entry.startswith("autograd."):
+    if table.routines.routine_of(entry) is not None or entry.startswith("autograd."):
         return False
     if is_op_name(entry):
         return not overloads(table.plan(entry).ops[0])
@@ -70,7 +71,7 @@ def routine_findings(path: Path, table: Table, line_of) -> list[Finding]:
     found: list[Finding] = []
     for r in table.routines.values():
         line = line_of(r.id)
-        for op in missing_ops(r.aten):
+        for op in missing_ops(bare_op(o) for o in r.aten):
             found.append((path, line, f"[routines.{r.id}] lists aten::{op}, which the "
                           "installed torch does not have", "remove it, or install the torch "
                           "the grader pins"))

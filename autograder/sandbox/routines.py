@@ -1,82 +1,62 @@
-"""What computes each forbidden routine: an assignment's table of routines, as plain data.
+"""What refusing each forbidden routine takes in a worker: plans, as plain data.
 
-An assignment names the library routines its questions may forbid in `assignment.toml`
-(`[routines.<id>]`): the routine's entry points (`names`: torch functions, methods and modules,
-`autograd.<Node>` names, NumPy/SciPy functions, `aten::<op>`), the aten operators that compute
-it forward and backward (`aten`), the routines that compute it too (`includes`: an attention
-kernel computes a softmax), the operations library code must combine to compute it
-(`signature`: one operator of each group, see `observe.py`), other words a library name of it
-may use (`also_named`, for the source scan) and, optionally, how a refusal explains it
-(`explain`). A question forbids routines by id or by any of their names; a name no routine
-lists still gets what can be derived from torch (`derive`).
-
-The engine itself lists no routine: this module turns the table into what the sandboxed worker
-refuses (`Table.plan`), what lint reports and what the trusted side compares.
+An assignment declares its routines in `assignment.toml` (`[routines]`, read and checked by
+`autograder.model.routines`); a question forbids routines by id or by any of their names. This
+module turns a forbidden entry into what the sandboxed worker refuses (`Table.plan`): the aten
+operators, the Python-level targets and the signatures; a name no routine lists still gets
+what can be derived from the installed torch (`derive`). The sandbox imports nothing else of
+the engine, so it states here what it reads of a routine and of the table (`Routine`,
+`Routines`).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Protocol, Sequence
 
 TORCH_PREFIXES = ("torch.", "autograd.")
 ATEN_PREFIXES = ("aten::", "torch.ops.aten.")
-KEYS = ("names", "aten", "includes", "signature", "also_named", "explain")
 
 
-class RoutineError(ValueError):
-    """A malformed `[routines]` table (an author's mistake, said in their words)."""
+class Routine(Protocol):
+    """One declared routine (see `autograder.model.routines.Routine` for each field)."""
 
-
-@dataclass(frozen=True)
-class Routine:
     id: str
-    names: tuple[str, ...] = ()
-    aten: tuple[str, ...] = ()
-    includes: tuple[str, ...] = ()
-    signature: tuple[tuple[str, ...], ...] = ()
-    also_named: tuple[str, ...] = ()
-    explain: str = ""
+    names: Sequence[str]
+    aten: Sequence[str]
+    includes: Sequence[str]
+    signature: Sequence[Sequence[str]]
 
 
-def _strings(value: Any, where: str) -> tuple[str, ...]:
-    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-        raise RoutineError(f"{where} must be a list of non-empty strings")
-    return tuple(value)
+class Routines(Protocol):
+    """The assignment's routines (`autograder.model.routines.Routines`)."""
+
+    routines: Mapping[str, Routine]
+
+    def routine_of(self, entry: str) -> Routine | None: ...
+
+    def with_included(self, routine: Routine) -> list[Routine]: ...
+
+    def shown(self, entry: str) -> str: ...
+
+    def explain(self, entry: str) -> str: ...
 
 
-def parse_routines(table: Any) -> dict[str, Routine]:
-    """The `[routines]` table of an assignment.toml, checked: {id: Routine}."""
-    if table is None:
-        return {}
-    if not isinstance(table, dict):
-        raise RoutineError("[routines] must be a table of routines ([routines.<id>])")
-    routines: dict[str, Routine] = {}
-    for rid, spec in table.items():
-        where = f"[routines.{rid}]"
-        if not isinstance(spec, dict):
-            raise RoutineError(f"{where} must be a table")
-        unknown = sorted(set(spec) - set(KEYS))
-        if unknown:
-            raise RoutineError(f"{where} has unknown keys {', '.join(unknown)} (known: "
-                               f"{', '.join(KEYS)})")
-        signature = spec.get("signature", [])
-        if not isinstance(signature, list):
-            raise RoutineError(f"{where} signature must be a list of lists of operators")
-        groups = tuple(_strings(g, f"{where} signature's groups") for g in signature)
-        explain = spec.get("explain", "")
-        if not isinstance(explain, str):
-            raise RoutineError(f"{where} explain must be a string")
-        routines[rid] = Routine(
-            rid, _strings(spec.get("names", []), f"{where} names"),
-            tuple(bare_op(o) for o in _strings(spec.get("aten", []), f"{where} aten")),
-            _strings(spec.get("includes", []), f"{where} includes"), groups,
-            _strings(spec.get("also_named", []), f"{where} also_named"), explain)
-    for r in routines.values():
-        missing = [i for i in r.includes if i not in routines]
-        if missing:
-            raise RoutineError(f"[routines.{r.id}] includes unknown routines "
-                               f"{', '.join(missing)}")
-    return routines
+class _NoRoutines:
+    """The table of an assignment that declares none: every entry is derived."""
+
+    routines: Mapping[str, Any] = {}
+
+    def routine_of(self, entry: str) -> Any:
+        return None
+
+    def with_included(self, routine: Any) -> list:
+        return [routine]
+
+    def shown(self, entry: str) -> str:
+        return entry
+
+    def explain(self, entry: str) -> str:
+        return ""
 
 
 def bare_op(name: str) -> str:
@@ -118,31 +98,11 @@ class Plan:
 
 
 class Table:
-    """An assignment's routines, and what each forbidden entry of a question resolves to."""
+    """What each forbidden entry of the assignment's questions resolves to in a worker."""
 
-    def __init__(self, routines: Mapping[str, Routine] | None = None):
-        self.routines = dict(routines or {})
-        self._by_name: dict[str, Routine] = {}
-        for r in self.routines.values():
-            for n in r.names:
-                self._by_name.setdefault(n, r)
+    def __init__(self, routines: Routines | None = None):
+        self.routines = routines if routines is not None else _NoRoutines()
         self._plans: dict[str, Plan] = {}
-
-    def routine_of(self, entry: str) -> Routine | None:
-        """The routine a forbidden entry (a routine's id or one of its names) stands for."""
-        if entry in self.routines:
-            return self.routines[entry]
-        return self._by_name.get(entry)
-
-    def with_included(self, routine: Routine) -> list[Routine]:
-        """`routine` and, transitively, the routines it includes."""
-        out, todo = [], [routine]
-        while todo:
-            r = todo.pop(0)
-            if r not in out:
-                out.append(r)
-                todo += [self.routines[i] for i in r.includes]
-        return out
 
     def ops(self, entry: str) -> list[str]:
         return self.plan(entry).ops
@@ -154,12 +114,12 @@ class Table:
         return self._plans[entry]
 
     def _plan(self, entry: str) -> Plan:
-        routine = self.routine_of(entry)
+        routine = self.routines.routine_of(entry)
         if routine is None:
             return derive(entry)
         plan = Plan()
-        for r in self.with_included(routine):
-            plan.ops += [o for o in r.aten if o not in plan.ops]
+        for r in self.routines.with_included(routine):
+            plan.ops += [o for o in map(bare_op, r.aten) if o not in plan.ops]
             signature = [list(g) for g in r.signature]
             if signature and signature not in plan.signatures:
                 plan.signatures.append(signature)
@@ -187,32 +147,28 @@ class Table:
         it: a worker that no longer refuses `entry` need not refuse those either."""
         mine = self.plan(entry)
         ops, python = set(mine.ops), set(mine.python)
-        routine = self.routine_of(entry)
+        routine = self.routines.routine_of(entry)
         out = {entry}
         for n in candidates:
             if n == entry:
                 continue
             other = self.plan(n)
             if ops & set(other.ops) or python & set(other.python) or (
-                    routine is not None and self.routine_of(n) is routine):
+                    routine is not None and self.routines.routine_of(n) is routine):
                 out.add(n)
         return out
 
-    def shown(self, entry: str) -> str:
-        """How feedback names an entry: itself, or for a routine's id its first library name."""
-        if entry in self.routines:
-            names = [n for n in self.routines[entry].names if not n.startswith("autograd.")]
-            return names[0] if names else entry
-        return entry
 
-    def explain(self, entry: str) -> str:
-        routine = self.routine_of(entry)
-        return routine.explain if routine is not None else ""
+# One table per assignment's routines, kept with them (their plans are looked up once).
+_TABLES: dict[int, tuple[Any, Table]] = {}
 
-    def also_named(self, entry: str) -> tuple[str, ...]:
-        """Other library words for the routine (`softmin` for a softmax), for the source scan."""
-        routine = self.routine_of(entry)
-        return routine.also_named if routine is not None else ()
+
+def table_for(routines: Routines) -> Table:
+    """The plans of an assignment's routines, computed once per process."""
+    held = _TABLES.get(id(routines))
+    if held is None or held[0] is not routines:
+        held = _TABLES[id(routines)] = (routines, Table(routines))
+    return held[1]
 
 
 def _resolve(name: str) -> Any:

@@ -24,6 +24,7 @@ import pytest
 import torch
 
 from helpers import AUTOGRADED_MAX, GRADED, MAX_SCORE, QUESTIONS, SUBMISSIONS
+from autograder.feedback.contract import submission_json
 
 HOSTILE = SUBMISSIONS / "hostile"
 SOFTMAX = ["torch.softmax", "torch.nn.functional.softmax", "torch.Tensor.softmax",
@@ -34,7 +35,7 @@ LAYER_NORM = ["torch.nn.functional.layer_norm", "torch.layer_norm"]
 
 
 def _table():
-    from autograder.assignment import load_assignment
+    from autograder.model.assignment import load_assignment
 
     return load_assignment("attention").routines
 
@@ -179,7 +180,7 @@ def test_a_python_level_library_function_is_refused_through_every_alias():
 
 @pytest.mark.parametrize("assignment", ["attention", "attention_numpy"])
 def test_lint_knows_every_operator_of_the_shipped_tables(assignment):
-    from autograder.assignment import load_assignment
+    from autograder.model.assignment import load_assignment
     from autograder.sandbox.forbidden_ops import missing_ops
 
     table = load_assignment(assignment).routines
@@ -375,9 +376,10 @@ def test_honest_idioms_keep_full_marks_and_no_flag(graded):
 PROBE_SCRIPT = r"""
 import json, sys
 from pathlib import Path
-from autograder import integrity
-from autograder.assignment import load_assignment
-from autograder.grade import grade_submission
+from autograder.grading import integrity
+from autograder.model.assignment import load_assignment
+from autograder.feedback.contract import submission_json
+from autograder.grading.grade import grade_submission
 from autograder.sandbox import Sandbox
 from autograder.static_scan import ScanResult
 
@@ -387,7 +389,8 @@ integrity.tamper_policy = lambda a: "flag"
 ScanResult.forbidden = lambda self, *args: []
 sandbox = Sandbox("auto")
 try:
-    row = grade_submission(load_assignment("attention"), Path(sys.argv[1]), sandbox).to_json()
+    row = submission_json(grade_submission(load_assignment("attention"), Path(sys.argv[1]),
+                                           sandbox))
 finally:
     sandbox.close()
 print(json.dumps(row["questions"]["softmax"]))
@@ -476,10 +479,11 @@ def test_every_installed_implementation_is_refused_in_the_worker():
     """What lint lists is what `guard.install` swaps: each implementation ends the process."""
     code = r"""
 import os, sys
-from autograder.assignment import load_assignment
+from autograder.model.assignment import load_assignment
 from autograder.sandbox import guard
 from autograder.sandbox.library_routines import implementations
-plan = load_assignment("attention").routines.plan("torch.softmax")
+from autograder.sandbox.routines import table_for
+plan = table_for(load_assignment("attention").routines).plan("torch.softmax")
 found = implementations(plan.ops)
 from autograder.sandbox import armed
 assert guard.install(["torch.softmax"], [plan], lambda code: os._exit(code),
@@ -508,15 +512,15 @@ HONEST_BODY = (SUBMISSIONS / "correct" / "reference_style.py").read_text()
 
 
 def _grade_one(tmp_path, source: str) -> dict:
-    from autograder.assignment import load_assignment
-    from autograder.grade import grade_submission
+    from autograder.model.assignment import load_assignment
+    from autograder.grading.grade import grade_submission
     from autograder.sandbox import Sandbox
 
     path = tmp_path / "attention.py"
     path.write_text(source)
     sandbox = Sandbox("auto")
     try:
-        return grade_submission(load_assignment("attention"), path, sandbox).to_json()
+        return submission_json(grade_submission(load_assignment("attention"), path, sandbox))
     finally:
         sandbox.close()
 
@@ -553,8 +557,8 @@ def test_a_library_routine_called_only_at_the_top_level_costs_nothing(tmp_path):
     """The refusals hold once the import is over (`armed.py`): a self-test at the top level of
     the file that compares with torch.softmax and F.layer_norm costs nothing, in `grade` as in
     `check`; the same routine called by a graded function is still refused, in both."""
-    from autograder.assignment import load_assignment
-    from autograder.grade import check_in_process
+    from autograder.model.assignment import load_assignment
+    from autograder.grading.grade import check_in_process
 
     source = HONEST_BODY + SELF_TEST
     qs = _grade_one(tmp_path, source)["questions"]
@@ -586,8 +590,8 @@ def test_a_library_routine_called_only_at_the_top_level_costs_nothing(tmp_path):
 UNARMED_SCRIPT = r"""
 import json, sys
 from pathlib import Path
-from autograder.assignment import load_assignment
-from autograder.grade import grade_submission
+from autograder.model.assignment import load_assignment
+from autograder.grading.grade import grade_submission
 from autograder.sandbox import Sandbox
 
 sandbox = Sandbox("auto")

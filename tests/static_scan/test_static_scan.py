@@ -7,8 +7,8 @@ import pytest
 
 from helpers import ROOT, SUBMISSIONS
 
-from autograder.assignment import load_assignment
-from autograder.runner import load_question_file
+from autograder.model.assignment import load_assignment
+from autograder.grading.runner import load_question_file
 from autograder.static_scan import names_same_routine, scan_source
 
 API = ["softmax", "scaled_dot_product_attention", "causal_mask", "split_heads", "merge_heads",
@@ -30,7 +30,7 @@ def shortcuts(source: str, function: str = "softmax", entries=SOFTMAX, words=Non
     """The scan's shortcuts among `entries`, with the attention assignment's other words for
     each routine (`also_named`: "softmin" for the softmax)."""
     if words is None:
-        from autograder.assignment import load_assignment
+        from autograder.model.assignment import load_assignment
 
         table = load_assignment("attention").routines
         words = {e: table.also_named(e) for e in entries}
