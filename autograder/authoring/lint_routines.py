@@ -40,7 +40,7 @@ def _importable(name: str) -> bool:
 
 def refused_nowhere(table: Table, entry: str) -> bool:
     """Whether a forbidden entry would be refused by nothing (a typo, an unknown operator)."""
-    if table.routines.routine_of(entry) is not None or entry.startswith("autograd."):
+    if table.declared.routine_of(entry) is not None or entry.startswith("autograd."):
         return False
     if is_op_name(entry):
         return not overloads(table.plan(entry).ops[0])
@@ -69,7 +69,7 @@ def routine_findings(path: Path, table: Table, line_of) -> list[Finding]:
     """The table's own problems: operators the installed torch lacks, signature operators that
     no kernel of theirs would see, names that resolve to nothing."""
     found: list[Finding] = []
-    for r in table.routines.values():
+    for r in table.declared.routines.values():
         line = line_of(r.id)
         for op in missing_ops(bare_op(o) for o in r.aten):
             found.append((path, line, f"[routines.{r.id}] lists aten::{op}, which the "

@@ -101,7 +101,7 @@ class Table:
     """What each forbidden entry of the assignment's questions resolves to in a worker."""
 
     def __init__(self, routines: Routines | None = None):
-        self.routines = routines if routines is not None else _NoRoutines()
+        self.declared = routines if routines is not None else _NoRoutines()
         self._plans: dict[str, Plan] = {}
 
     def ops(self, entry: str) -> list[str]:
@@ -114,11 +114,11 @@ class Table:
         return self._plans[entry]
 
     def _plan(self, entry: str) -> Plan:
-        routine = self.routines.routine_of(entry)
+        routine = self.declared.routine_of(entry)
         if routine is None:
             return derive(entry)
         plan = Plan()
-        for r in self.routines.with_included(routine):
+        for r in self.declared.with_included(routine):
             plan.ops += [o for o in map(bare_op, r.aten) if o not in plan.ops]
             signature = [list(g) for g in r.signature]
             if signature and signature not in plan.signatures:
@@ -147,14 +147,14 @@ class Table:
         it: a worker that no longer refuses `entry` need not refuse those either."""
         mine = self.plan(entry)
         ops, python = set(mine.ops), set(mine.python)
-        routine = self.routines.routine_of(entry)
+        routine = self.declared.routine_of(entry)
         out = {entry}
         for n in candidates:
             if n == entry:
                 continue
             other = self.plan(n)
             if ops & set(other.ops) or python & set(other.python) or (
-                    routine is not None and self.routines.routine_of(n) is routine):
+                    routine is not None and self.declared.routine_of(n) is routine):
                 out.add(n)
         return out
 

@@ -344,12 +344,12 @@ class WorkerSession:
             else:
                 routine = forbidden[e.index] if e.index < len(forbidden) else \
                     "a forbidden routine"
-            shown = self.table.routines.shown(routine)
+            shown = self.table.declared.shown(routine)
             if fn is None:
                 stopped = WorkerStopped("forbidden", import_refusal_message(shown, how))
             else:
                 stopped = WorkerStopped("forbidden", refusal_message(
-                    fn, shown, how, noun, self.table.routines.explain(routine)))
+                    fn, shown, how, noun, self.table.declared.explain(routine)))
             stopped.routines, stopped.noun, stopped.how = [routine], noun, how
             return stopped
         if e.kind == "unarmed":
