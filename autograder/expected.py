@@ -1,7 +1,7 @@
 """Expected outcomes, for `Question.check`: the live hidden reference's outcome (hidden cases;
 cached per process, since every submission gets the same inputs) or the one a snapshot recorded
-from it (public cases, which ship to students without the reference). `recording` is the mode
-of `autograder snapshot`, in which public cases store the reference's outcome instead.
+from it (public cases, which ship to students without the reference). In the RECORD context of
+`autograder snapshot` (`checking.context`), public cases store the reference's outcome instead.
 """
 from __future__ import annotations
 
@@ -16,38 +16,12 @@ import numpy as np
 import torch
 
 from .assignment import Assignment, AssignmentError
+from .checking.context import CheckContext
 from .memo.fingerprint import call_digest
 from .inputs import upstream_for
-from .sandbox.execute import run_call
+from .sandbox.execute import Chained, run_call, steps_to_data, with_chained_functions
 from .sandbox.protocol import roundtrip_outcome
 from .sandbox.wire import decode, encode
-
-# Set by the grader around a run; otter's tools leave the defaults.
-_state = threading.local()
-
-
-def _ctx() -> dict:
-    if not hasattr(_state, "ctx"):
-        _state.ctx = {"record": None, "use_reference": True}
-    return _state.ctx
-
-
-class recording:
-    """Context manager for `autograder snapshot`: public cases store the reference's outcome."""
-
-    def __init__(self, store: dict, tolerances: dict | None = None):
-        self.store = store
-        self.tolerances = {} if tolerances is None else tolerances   # per question
-
-    def __enter__(self):
-        _ctx()["record"] = self.store
-        _ctx()["tolerances"] = self.tolerances
-        return self.store
-
-    def __exit__(self, *exc):
-        _ctx()["record"] = None
-        _ctx().pop("tolerances", None)
-
 
 class GraderError(Exception):
     """A problem of the grader or the assignment, never the student's fault."""
@@ -92,13 +66,20 @@ def quietly():
 def _compute_reference_outcome(assignment: Assignment, fn_name: str, args, kwargs, seed: int,
                                want_grad: bool) -> dict:
     try:
-        ref = getattr(assignment.load_reference(), fn_name)
+        module = assignment.load_reference()
+        ref = getattr(module, fn_name)
     except (AssignmentError, AttributeError) as e:
         raise GraderError(f"reference for {fn_name} unavailable: {e}") from e
+    # An input the student's own function makes (a chained call) is the reference's here.
+    args, kwargs = with_chained_functions(tuple(args), dict(kwargs),
+                                          lambda name: getattr(module, name, None))
     with quietly():
         first = run_call(ref, args, kwargs)
     if first["status"] != "ok":
-        raise GraderError(f"the reference {fn_name} failed: {first['error']}")
+        chained = first.get("chained")
+        which = f"{chained['function']} (whose output {fn_name} is given)" if chained \
+            else fn_name
+        raise GraderError(f"the reference {which} failed: {first['error']}")
     upstream = upstream_for(first["output"], seed) if want_grad else None
     with quietly():
         full = run_call(ref, args, kwargs, upstream=upstream, want_grad=want_grad)
@@ -137,21 +118,40 @@ def _same_inputs(a: Any, b: Any) -> bool:
     return a == b
 
 
+def _plain_inputs(args, kwargs) -> tuple[tuple, dict]:
+    """A case's inputs as a snapshot stores them: an input the student's own function makes
+    (`execute.Chained`) as what makes it."""
+    def plain(v: Any) -> Any:
+        if isinstance(v, Chained):
+            return {"output of": v.name, "inputs": (v.args, v.kwargs),
+                    "item": steps_to_data(v.pick)}
+        return v
+    return tuple(plain(a) for a in args), {k: plain(v) for k, v in kwargs.items()}
+
+
 def _snapshot_outcome(assignment: Assignment, question: str, key: str, fn_name: str, args,
-                      kwargs, seed: int, want_grad: bool, tolerance: dict | None = None) -> dict:
-    store = _ctx()["record"]
-    if store is not None:
-        # The question's tolerance table: `autograder snapshot` rounds to well inside it.
-        _ctx().setdefault("tolerances", {}).setdefault(question, dict(tolerance or {}))
+                      kwargs, seed: int, want_grad: bool, *, context: CheckContext,
+                      tolerance: dict | None = None) -> dict:
+    recording = context.recording
+    if recording is not None:
+        # The case's tolerance table: `autograder snapshot` rounds to well inside the tightest.
+        tables = recording.tolerances
+        old = tables.setdefault(question, dict(tolerance or {}))
+        for name, (rtol, atol) in (tolerance or {}).items():
+            was = old.get(name, (rtol, atol))
+            old[name] = (min(was[0], rtol), min(was[1], atol))
         exp = _reference_outcome(assignment, fn_name, args, kwargs, seed, want_grad)
-        store.setdefault(question, {})[key] = {
+        entry = {
             "function": fn_name,
-            "inputs": encode((tuple(args), dict(kwargs)), None),
+            "inputs": encode(_plain_inputs(args, kwargs), None),
             "upstream": encode(exp["upstream"], None),
             "output": encode(exp["output"], None),
             "grads": None if exp["grads"] is None else
             {k: encode(v, None) for k, v in exp["grads"].items()},
         }
+        if exp.get("unconnected"):
+            entry["unconnected"] = list(exp["unconnected"])
+        recording.store.setdefault(question, {})[key] = entry
         return exp
     path = _snapshot_path(assignment, question)
     digest = call_digest(fn_name, seed, want_grad, args, kwargs)
@@ -163,7 +163,7 @@ def _snapshot_outcome(assignment: Assignment, question: str, key: str, fn_name: 
     if data is None:
         raise GraderError(f"snapshot {question}/{key} is missing: run `autograder snapshot`")
     if data["function"] != fn_name or not _same_inputs(
-            decode(data["inputs"], None), (tuple(args), dict(kwargs))):
+            decode(data["inputs"], None), _plain_inputs(args, kwargs)):
         raise GraderError(f"snapshot {question}/{key} is stale: run `autograder snapshot`")
     grads = data.get("grads")
     outcome = {
@@ -172,6 +172,8 @@ def _snapshot_outcome(assignment: Assignment, question: str, key: str, fn_name: 
         "grads": None if grads is None else {k: decode(v, None) for k, v in grads.items()},
         "grad_error": None, "mutated": [], "forbidden": [], "called": [], "error": None,
     }
+    if data.get("unconnected"):
+        outcome["unconnected"] = [str(k) for k in data["unconnected"]]
     with _cache_lock:
         _decoded_snapshots[(str(path), key)] = (digest, outcome)
     return outcome

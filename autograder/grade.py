@@ -14,8 +14,10 @@ from typing import Any
 from . import integrity
 from .assignment import Assignment
 from .cases import MISSING
+from .checking.context import Mode
 from .integrity import CallLog
-from .checks import CheckFailed, Problem
+from .checks import CheckFailed
+from .problems import Problem
 from .sandbox.execute import describe_error
 from .sandbox.limits import Limits
 from .results import SubmissionResult
@@ -57,7 +59,7 @@ class RemoteFunction:
                                          want_grad=want_grad, forbidden=forbidden)
         except WorkerStopped as e:
             message = e.message
-            routines = getattr(e, "routines", None)
+            routines = e.routines
             if routines and self._scan is not None and forbidden:
                 # The run is the evidence; the scan, where it found the route, says where.
                 found = self._scan.forbidden(self.__name__, list(forbidden))
@@ -77,9 +79,8 @@ class RemoteFunction:
                                           forbidden=None, question=None)
         if outcome["status"] != "ok":
             err = outcome.get("error") or {}
-            raise CheckFailed([Problem("error", f"{self.__name__} raised {err.get('type')}: "
-                                                f"{err.get('message')}")],
-                              status=CaseStatus.ERROR)
+            raise CheckFailed([Problem.of("error", function=self.__name__, type=err.get("type"),
+                                          first=err.get("message"))], status=CaseStatus.ERROR)
         return outcome["output"]
 
 
@@ -342,7 +343,7 @@ def _grade_submission(assignment: Assignment, path: Path, sandbox: Sandbox,
             return env
 
         result = grade_functions(assignment, shown, env_for_question,
-                                 include_hidden=include_hidden,
+                                 include_hidden=include_hidden, mode=Mode.GRADE,
                                  questions=questions, sandbox=sandbox.description)
         if session.malformed is not None:   # even if a question file swallowed the exception
             raise MalformedReply(session.malformed)
@@ -398,7 +399,8 @@ def check_in_process(assignment: Assignment, path: Path,
             assignment, shown, status, message, include_hidden=False), sub)
     env = student_env(assignment, module)
     result = _unchecked_note(grade_functions(assignment, shown, lambda q: env,
-                                             include_hidden=False, questions=questions))
+                                             include_hidden=False, mode=Mode.CHECK,
+                                             questions=questions))
     return with_written_answers(assignment, result, sub, _module_texts(assignment, module),
                                 questions)
 
@@ -437,7 +439,7 @@ def _check_notebook_in_process(assignment: Assignment, path: Path, sub: Submissi
     module, errors = load_student_cells(cells, path.name, Path(assignment.student_file).stem)
     env = student_env(assignment, module)
     result = grade_functions(assignment, str(path), lambda q: env, include_hidden=False,
-                             questions=questions)
+                             mode=Mode.CHECK, questions=questions)
     result.notes += in_cell_order(sub.notes + notes + cell_error_notes(errors, path.name))
     return with_written_answers(assignment, _unchecked_note(result), sub,
                                 _module_texts(assignment, module), questions)

@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from .sandbox.execute import iter_arrays
+from .sandbox.wire import Record
 
 
 def _dtype(name: str | torch.dtype) -> torch.dtype:
@@ -119,10 +120,15 @@ def upstream_for(output: Any, seed: int) -> Any:
             if not value.is_floating_point():
                 return None
             return torch.randn(value.shape, generator=g, dtype=torch.float64).to(value.dtype)
+        if isinstance(value, Record):
+            return Record(value.kind, value.type_name,
+                          {k: make(v) for k, v in value.fields.items()})
         if isinstance(value, tuple):
             return tuple(make(v) for v in value)
         if isinstance(value, list):
             return [make(v) for v in value]
+        if isinstance(value, dict):
+            return {k: make(v) for k, v in value.items()}
         return None
 
     result = make(output)

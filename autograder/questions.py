@@ -12,12 +12,13 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from . import diagnose
 from .assignment import Assignment
+from .checking.context import CheckContext, bind
 from .checks import CallStopped, CheckFailed
 from .expected import GraderError
 from .pictures.weights import picture_of
 from .results import CaseResult, QuestionResult
+from .sandbox.errors import RunStopped
 from .status import CaseStatus
 
 
@@ -26,10 +27,9 @@ class QuestionStopped(CallStopped):
     routine, or it died)."""
 
     def __init__(self, status: str, message: str, routines: list[str] | None = None):
-        super().__init__(message)
+        super().__init__(message, routines)
         self.status = CaseStatus(status)
         self.message = message
-        self.routines = list(routines or [])
 
 
 def _import_otter_test_files():
@@ -80,8 +80,11 @@ def _picture(record) -> dict | None:
 
 
 def run_question(assignment: Assignment, qid: str, env: dict[str, Any], *,
-                 include_hidden: bool) -> QuestionResult:
+                 include_hidden: bool, context: CheckContext) -> QuestionResult:
+    """Run one question file's cases on the student's names in `env`, each check in
+    `context` (handed to the cases with the names: `checking.context.bind`)."""
     test_file = load_question_file(str(assignment.question(qid).test_file))
+    bound = bind(env, context)
     cases: list[CaseResult] = []
     called: list[str] = []
     stopped: QuestionStopped | None = None
@@ -97,19 +100,17 @@ def run_question(assignment: Assignment, qid: str, env: dict[str, Any], *,
             cases.append(result)
             continue
         try:
-            tc.body.call_func(env)
+            tc.body.call_func(bound)
         except CheckFailed as e:
-            problem = e.problems[0]
-            result.status, result.kind = CaseStatus(e.status), problem.kind
-            result.message = problem.text(tc.hidden)
-            for name in getattr(e, "called", []):
+            result.fail_with(e.problems[0], CaseStatus(e.status))
+            for name in e.called:
                 if name not in called:
                     called.append(name)
             if tc.hidden:   # the similarity report's second signal (never shown)
-                result.output_digest = getattr(e, "output_digest", "")
-            if getattr(e, "record", None) is not None:
-                diagnose.note_check(e.record, passed=False, case=result)
-                # Where the error was raised, for the dependency notes (not serialised).
+                result.output_digest = e.output_digest
+            if e.record is not None:
+                context.note(e.record, passed=False, case=result)
+                # Where the error was raised, for the dependency notes.
                 err = e.record.got.get("error") or {}
                 result.error_function = str(err.get("function") or "")
                 result.refused = _refused(e.record)
@@ -118,7 +119,7 @@ def run_question(assignment: Assignment, qid: str, env: dict[str, Any], *,
         except QuestionStopped as e:
             result.status, result.kind, result.message = e.status, e.status, e.message
             if e.record is not None:    # a refused routine: the library shortcut is named
-                diagnose.note_check(e.record, passed=False, case=result)
+                context.note(e.record, passed=False, case=result)
                 result.refused = _refused(e.record)
             if e.status in (CaseStatus.TIMEOUT, CaseStatus.MEMORY):
                 stopped = e   # the rest of this question would hit the same wall
@@ -126,5 +127,17 @@ def run_question(assignment: Assignment, qid: str, env: dict[str, Any], *,
             # The grader's own failure: kept apart from the student's errors, message kept.
             result.status, result.kind = CaseStatus.INTERNAL_ERROR, "grader"
             result.message = f"the grader could not run this case ({e}); tell your instructor"
+        except RunStopped:
+            raise
+        except AssertionError as e:
+            # A plain `assert` of the question file's own (otter's way of failing a case).
+            result.status, result.kind = CaseStatus.FAILED, "failed"
+            result.message = str(e)[:400] or "a check of this case failed"
+        except Exception as e:  # noqa: BLE001 - the question file's own code failed on a value
+            # A case's own code (not a check) that trips over what the student returned, or a
+            # bug of the question file: this case cannot be judged, the others can.
+            result.status, result.kind = CaseStatus.INTERNAL_ERROR, "grader"
+            result.message = (f"the grader could not run this case ({type(e).__name__}: "
+                              f"{str(e)[:200]}); tell your instructor")
         cases.append(result)
     return QuestionResult(qid, cases, called=called)

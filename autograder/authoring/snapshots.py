@@ -44,20 +44,18 @@ class Recording:
 def record(assignment: Assignment, include_hidden: bool = False) -> Recording:
     """Run the reference on every public case (and every hidden one with `include_hidden`,
     as lint does), recording what each snapshot holds (nothing is written)."""
-    from .. import cases
+    from ..checking.context import Mode, Recording as Store
     from ..runner import grade_functions
     from ..status import QuestionStatus
 
     ref = assignment.load_reference()
     env = {name: getattr(ref, name) for name in assignment.api if hasattr(ref, name)}
     env.update({name: getattr(ref, name, None) for name in assignment.answers})
-    store: dict = {}
-    tolerances: dict = {}
-    with cases.recording(store, tolerances):
-        result = grade_functions(assignment, "reference", lambda q: env,
-                                 include_hidden=include_hidden)
+    store = Store()
+    result = grade_functions(assignment, "reference", lambda q: env,
+                             include_hidden=include_hidden, mode=Mode.RECORD, recording=store)
     failing = [q.id for q in result.questions.values() if q.status != QuestionStatus.PASSED]
-    return Recording(store, tolerances, failing, result)
+    return Recording(store.store, store.tolerances, failing, result)
 
 
 def _tolerance(table: dict, dtype: str) -> tuple[float, float]:
