@@ -43,8 +43,10 @@ from .expected import (GraderError, _load_snapshot, _reference_outcome, _snapsho
                        _snapshot_path, snapshot)
 from .inputs import (array, attention_params, block_params, future_mask, random_mask, randn,
                      tensor, to_numpy, upstream_for)
-from .outputs.compare import Uncomparable, leaf_problems, leaves, structure_problem
-from .outputs.paths import OutputNames, case_tolerance, split_tolerance, tolerance_at
+from .outputs.compare import (Uncomparable, leaf_problems, leaves, select_part,
+                              structure_problem)
+from .outputs.paths import (OutputNames, case_tolerance, parse_path, resolve_path,
+                            split_tolerance, tolerance_at)
 from .problems import Advice, Problem
 from .sandbox.execute import Chained, iter_arrays, path_key, run_call, with_chained_functions
 from .sandbox.protocol import roundtrip_outcome
@@ -143,23 +145,26 @@ class Question:
             raise CheckFailed([failure[0]], status=failure[1])
         return outcome["output"]
 
-    def output_of(self, fn_name: str, student: Any, *args, item: Any = (), **kwargs) -> Chained:
+    def output_of(self, fn_name: str, student: Any, *args, part: Any = (), **kwargs) -> Chained:
         """An input made by the student's own function: `student(*args, **kwargs)`, then the
-        item `item` of its output (an int, a key, or a path such as `(1, "cache")`), made
-        where the student's code runs and passed on from there, e.g. a backward pass fed the
-        student's own forward cache:
+        place `part` of its output (an item's position, an `[outputs]` name, a key, or a path
+        as feedback writes it: `"cache"`, `'[1]["k"]'`), made where the student's code runs and
+        passed on from there, e.g. a backward pass fed the student's own forward cache:
 
             q.check("norm_backward", norm_backward, dy,
-                    q.output_of("norm_forward", norm_forward, x, item=1))
+                    q.output_of("norm_forward", norm_forward, x, part="cache"))
 
         The expected outcome is the reference's backward fed the reference's forward."""
         student, _ = unbind(student)
-        path = item if isinstance(item, tuple) else (item,)
-        return Chained(fn_name, student, args, kwargs, path)
+        steps = parse_path(part, self._output_names(fn_name)) if part != () else ()
+        if steps is None:
+            raise GraderError(f"output_of: {part!r} is not a place in the output of {fn_name}")
+        return Chained(fn_name, student, args, kwargs, steps)
 
     def check(self, fn_name: str, student: Any, *args, expected: snapshot | None = None,
               props: Sequence[checks.Property] = (), grad: bool = True, seed: int = 0,
-              large_inputs: bool = False, tolerance: dict | None = None, **kwargs) -> None:
+              large_inputs: bool = False, tolerance: dict | None = None, part: Any = (),
+              **kwargs) -> None:
         """Compare `student(*args, **kwargs)` with the reference on the same inputs.
 
         Checks the structure of the output (tuples, lists, dicts, namedtuples, dataclasses),
@@ -168,19 +173,27 @@ class Question:
         input (when `grad`), through every differentiable tensor of the output; that no input
         was changed (in place, or a dict or list changed); and that no forbidden call was made.
         `tolerance` adds this case's own (rtol, atol) per dtype, and per place in the output
-        (`{"dlogits": {"float32": (1e-4, 1e-6)}}`), to the question's.
+        (`{"dlogits": {"float32": (1e-4, 1e-6)}}`), to the question's. `part` compares one
+        place of the output only (e.g. `part=0`, `part="y"`), where the rest is of the
+        student's own design (a forward pass's cache).
         """
         student, context = unbind(student)
         labels = self._labels(fn_name)
         names = self._output_names(fn_name)
+        steps = parse_path(part, names) if part != () else ()
+        if steps is None:
+            raise GraderError(f"check: {part!r} is not a place in the output of {fn_name}")
         slack = checks.input_precision_slack(self.input_precision,
                                              [a for _, a in iter_arrays((args, kwargs))])
         if expected is not None:
             exp = _snapshot_outcome(self.assignment, self.name, expected.key, fn_name, args,
                                     kwargs, seed, grad, context=context,
-                                    tolerance=self._recorded_tolerance(tolerance))
+                                    tolerance=self._recorded_tolerance(tolerance), part=steps)
         else:
-            exp = _reference_outcome(self.assignment, fn_name, args, kwargs, seed, grad)
+            exp = _reference_outcome(self.assignment, fn_name, args, kwargs, seed, grad, steps)
+        where = resolve_path(exp["output"], steps)
+        if where is None:
+            raise GraderError(f"check: the output of {fn_name} has no part {part!r}")
         table, unknown = case_tolerance(self.tolerance, tolerance, exp["output"], names)
         if unknown:
             raise GraderError(f"the tolerance of question {self.name} names "
@@ -200,16 +213,16 @@ class Question:
                     {"status": "error", "output": None, "grads": None, "grad_error": None,
                      "mutated": [], "forbidden": list(e.routines), "called": [],
                      "error": {"type": "forbidden", "message": str(e)}},
-                    seed, grad, large_inputs, tolerance))
+                    seed, grad, large_inputs, tolerance, part=where))
             raise
         # Kept for naming a known mistake later (autograder.diagnose), in this trusted process.
         record = diagnose.CheckRecord(self.assignment, self.name, fn_name, kept_args,
                                       kept_kwargs, exp, got, seed, grad, large_inputs,
-                                      tolerance)
+                                      tolerance, part=where)
         numpy_inputs = _has_numpy((args, kwargs))
         failure = self._status_problem(fn_name, got, numpy_inputs)
         if failure is None:
-            problems = self._compare(exp, got, labels, names, props, (args, kwargs),
+            problems = self._compare(exp, got, labels, names, where, props, (args, kwargs),
                                      large_inputs, numpy_inputs, tolerance, table, slack)
             failure = (problems[0], CaseStatus.FAILED) if problems else None
         if failure is None:
@@ -218,22 +231,23 @@ class Question:
         problem, status = failure
         error = CheckFailed([problem], status=status, called=got["called"], record=record,
                             output_digest=wrong_output_digest(got, [problem]))
-        line = context.name_failure(record, student)
-        if line:
-            error.args = (f"{error.args[0] if error.args else ''}\n{line}",)
+        if context.mode is Mode.NOTEBOOK:
+            # Otter's run: no runner names mistakes after the last call, so this check does.
+            line = _notebook_hint(record, student)
+            if line:
+                error.args = (f"{error.args[0] if error.args else ''}\n{line}",)
         raise error
 
     def _recorded_tolerance(self, case: dict | None) -> dict:
-        """The per-dtype table a snapshot of this case is rounded within: the tightest of the
-        question's, the case's and any of their per-output tables."""
-        table = {}
-        for source in (self.tolerance, case):
-            dtypes, places = split_tolerance(source)
-            for sub in [dtypes] + [p for p in places.values() if isinstance(p, dict)]:
-                for name, (rtol, atol) in sub.items():
-                    old = table.get(name)
-                    table[name] = (rtol, atol) if old is None else \
-                        (min(old[0], rtol), min(old[1], atol))
+        """The per-dtype table a snapshot of this case is rounded within: the question's and
+        the case's, tightened where a table of one place in the output is tighter."""
+        q_dtypes, q_places = split_tolerance(self.tolerance)
+        c_dtypes, c_places = split_tolerance(case)
+        table = {**q_dtypes, **c_dtypes}
+        for sub in list(q_places.values()) + list(c_places.values()):
+            for name, (rtol, atol) in (sub if isinstance(sub, dict) else {}).items():
+                base = checks.tolerance_for(name, table)
+                table[name] = (min(base[0], rtol), min(base[1], atol))
         return table
 
     def check_roundtrip(self, split_name: str, split: Any, merge_name: str, merge: Any,
@@ -342,8 +356,10 @@ class Question:
         if status == "not_implemented":
             culprit = chained or err.get("function")
             if culprit and culprit != fn_name and culprit in self.assignment.api:
+                # A chained input's function still a stub: nothing of `fn_name` ran yet.
                 return (Problem.of("dependency", function=fn_name, culprit=culprit, where=where,
-                                   chained=bool(chained)), CaseStatus.ERROR)
+                                   chained=bool(chained)),
+                        CaseStatus.NOT_ATTEMPTED if chained else CaseStatus.ERROR)
             return (Problem.of("not_attempted", case="stub", function=fn_name),
                     CaseStatus.NOT_ATTEMPTED)
         if status == "memory":
@@ -375,12 +391,14 @@ class Question:
                            where=where, rest=rest, chained=chained, advice=advice),
                 CaseStatus.ERROR)
 
-    def _compare(self, exp: dict, got: dict, labels: Labels, names: OutputNames, props, inputs,
-                 large_inputs: bool, numpy_inputs: bool, tolerance: dict, table: dict,
-                 slack: dict[str, float]) -> list[Problem]:
-        expected, output = exp["output"], got["output"]
+    def _compare(self, exp: dict, got: dict, labels: Labels, names: OutputNames, part: tuple,
+                 props, inputs, large_inputs: bool, numpy_inputs: bool, tolerance: dict,
+                 table: dict, slack: dict[str, float]) -> list[Problem]:
+        output = got["output"]
+        # The part of the output the case compares (all of it, but for a forward pass's cache).
+        expected, mine, problem = select_part(exp["output"], output, part, names)
         try:
-            problem = structure_problem(expected, output, (), names)
+            problem = problem or structure_problem(expected, mine, part, names)
         except Uncomparable as e:
             raise GraderError(str(e)) from None
         if problem is not None:
@@ -391,7 +409,7 @@ class Question:
         if problems:
             return problems
         dtypes = _float_dtypes(inputs)
-        for path, e, g in leaves(expected, output):
+        for path, e, g in leaves(expected, mine, part):
             problems = leaf_problems(e, g, names(path), tolerance=tolerance_at(tolerance, path),
                                      large_inputs=large_inputs, input_dtypes=dtypes)
             if problems:
@@ -418,20 +436,29 @@ class Question:
             if problems and problems[0].facts.get("case") == "values":
                 # Wrong gradients where a tensor of the output has no autograd graph: that
                 # tensor is where they were lost.
-                detached = _detached_parts(exp, got, expected, names)
+                detached = _detached_parts(exp, got, expected, part, names)
                 if detached is not None:
                     return [detached]
             return problems
         return []
 
 
-def _detached_parts(exp: dict, got: dict, expected: Any, names: OutputNames) -> Problem | None:
+def _notebook_hint(record: Any, student: Any) -> str | None:
+    """The "likely mistake" line of a failing check in otter's run (imported only there: a
+    grade or a check never loads the notebook's naming)."""
+    from .platforms.notebook_hints import NOTEBOOK_NAMER
+
+    return NOTEBOOK_NAMER.hint(record, student)
+
+
+def _detached_parts(exp: dict, got: dict, expected: Any, part: tuple,
+                    names: OutputNames) -> Problem | None:
     """A differentiable tensor of the output (the reference's has an autograd graph) that the
     student's output gives without one: no gradient flows back through it."""
     cut = set(got.get("unconnected") or []) - set(exp.get("unconnected") or [])
     if not cut:
         return None
-    for path, _ in iter_arrays(expected):
+    for path, _ in iter_arrays(expected, part):
         if path_key(path) in cut:
             return Problem.of("gradient", case="detached_part", what=names(path))
     return None

@@ -18,7 +18,8 @@ import torch
 from .assignment import Assignment, AssignmentError
 from .checking.context import CheckContext
 from .memo.fingerprint import call_digest
-from .inputs import upstream_for
+from .inputs import upstream_for_part
+from .outputs.paths import resolve_path
 from .sandbox.execute import Chained, run_call, steps_to_data, with_chained_functions
 from .sandbox.protocol import roundtrip_outcome
 from .sandbox.wire import decode, encode
@@ -38,14 +39,24 @@ _reference_cache: dict[tuple, dict] = {}
 _cache_lock = threading.Lock()
 
 
+def digest_name(fn_name: str, part: tuple = ()) -> str:
+    """What a call's digest is taken under: the function, and the part of its output a case
+    compares (whose upstream gradient alone is drawn), if any."""
+    return fn_name if not part else f"{fn_name}@{steps_to_data(part)}"
+
+
 def _reference_outcome(assignment: Assignment, fn_name: str, args, kwargs, seed: int,
-                       want_grad: bool) -> dict:
-    """The reference's outcome; cached, since every submission gets the same inputs."""
-    key = (str(assignment.root), call_digest(fn_name, seed, want_grad, args, kwargs))
+                       want_grad: bool, part: tuple = ()) -> dict:
+    """The reference's outcome; cached, since every submission gets the same inputs. With
+    `part` (a place in the output, `outputs.paths`), the upstream gradient is drawn for that
+    place only."""
+    key = (str(assignment.root), call_digest(digest_name(fn_name, part), seed, want_grad, args,
+                                             kwargs))
     with _cache_lock:
         cached = _reference_cache.get(key)
     if cached is None:
-        cached = _compute_reference_outcome(assignment, fn_name, args, kwargs, seed, want_grad)
+        cached = _compute_reference_outcome(assignment, fn_name, args, kwargs, seed, want_grad,
+                                            part)
         with _cache_lock:
             _reference_cache[key] = cached
     return cached
@@ -64,7 +75,7 @@ def quietly():
 
 
 def _compute_reference_outcome(assignment: Assignment, fn_name: str, args, kwargs, seed: int,
-                               want_grad: bool) -> dict:
+                               want_grad: bool, part: tuple = ()) -> dict:
     try:
         module = assignment.load_reference()
         ref = getattr(module, fn_name)
@@ -80,7 +91,12 @@ def _compute_reference_outcome(assignment: Assignment, fn_name: str, args, kwarg
         which = f"{chained['function']} (whose output {fn_name} is given)" if chained \
             else fn_name
         raise GraderError(f"the reference {which} failed: {first['error']}")
-    upstream = upstream_for(first["output"], seed) if want_grad else None
+    output = roundtrip_outcome(first, fn_name)["output"]     # as data: records as Records
+    where = resolve_path(output, part)
+    if where is None:
+        raise GraderError(f"the case compares part {steps_to_data(part)} of the output of "
+                          f"{fn_name}, which the reference's output does not have")
+    upstream = upstream_for_part(output, where, seed) if want_grad else None
     with quietly():
         full = run_call(ref, args, kwargs, upstream=upstream, want_grad=want_grad)
     out = roundtrip_outcome(full)
@@ -131,7 +147,7 @@ def _plain_inputs(args, kwargs) -> tuple[tuple, dict]:
 
 def _snapshot_outcome(assignment: Assignment, question: str, key: str, fn_name: str, args,
                       kwargs, seed: int, want_grad: bool, *, context: CheckContext,
-                      tolerance: dict | None = None) -> dict:
+                      tolerance: dict | None = None, part: tuple = ()) -> dict:
     recording = context.recording
     if recording is not None:
         # The case's tolerance table: `autograder snapshot` rounds to well inside the tightest.
@@ -140,7 +156,7 @@ def _snapshot_outcome(assignment: Assignment, question: str, key: str, fn_name: 
         for name, (rtol, atol) in (tolerance or {}).items():
             was = old.get(name, (rtol, atol))
             old[name] = (min(was[0], rtol), min(was[1], atol))
-        exp = _reference_outcome(assignment, fn_name, args, kwargs, seed, want_grad)
+        exp = _reference_outcome(assignment, fn_name, args, kwargs, seed, want_grad, part)
         entry = {
             "function": fn_name,
             "inputs": encode(_plain_inputs(args, kwargs), None),
@@ -151,10 +167,12 @@ def _snapshot_outcome(assignment: Assignment, question: str, key: str, fn_name: 
         }
         if exp.get("unconnected"):
             entry["unconnected"] = list(exp["unconnected"])
+        if part:
+            entry["part"] = steps_to_data(part)
         recording.store.setdefault(question, {})[key] = entry
         return exp
     path = _snapshot_path(assignment, question)
-    digest = call_digest(fn_name, seed, want_grad, args, kwargs)
+    digest = call_digest(digest_name(fn_name, part), seed, want_grad, args, kwargs)
     with _cache_lock:
         hit = _decoded_snapshots.get((str(path), key))
     if hit is not None and hit[0] == digest:
@@ -162,7 +180,8 @@ def _snapshot_outcome(assignment: Assignment, question: str, key: str, fn_name: 
     data = _load_snapshot(path).get(key)
     if data is None:
         raise GraderError(f"snapshot {question}/{key} is missing: run `autograder snapshot`")
-    if data["function"] != fn_name or not _same_inputs(
+    if data["function"] != fn_name or data.get("part", []) != steps_to_data(part) or \
+            not _same_inputs(
             decode(data["inputs"], None), _plain_inputs(args, kwargs)):
         raise GraderError(f"snapshot {question}/{key} is stale: run `autograder snapshot`")
     grads = data.get("grads")

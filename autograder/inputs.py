@@ -134,3 +134,26 @@ def upstream_for(output: Any, seed: int) -> Any:
     result = make(output)
     # No floating-point tensor anywhere (NumPy outputs, say): no gradient to ask for.
     return None if not list(iter_arrays(result)) else result
+
+
+def upstream_for_part(output: Any, part: tuple, seed: int) -> Any:
+    """`upstream_for` the place `part` of `output` only, placed where it lies in `output` (None
+    everywhere else): the gradient check of a case that compares one part of the output."""
+    if not part:
+        return upstream_for(output, seed)
+
+    def placed(value: Any, rest: tuple) -> Any:
+        if not rest:
+            return upstream_for(value, seed)
+        step, more = rest[0], rest[1:]
+        if isinstance(value, Record):
+            return Record(value.kind, value.type_name,
+                          {k: placed(v, more) if k == step else None
+                           for k, v in value.fields.items()})
+        if isinstance(value, (tuple, list)):
+            return type(value)(placed(v, more) if i == step else None
+                               for i, v in enumerate(value))
+        return {k: placed(v, more) if k == step else None for k, v in value.items()}
+
+    result = placed(output, part)
+    return None if not list(iter_arrays(result)) else result

@@ -7,7 +7,7 @@
   functions are the student's own, in this process, with a `session` as in `GRADE`;
 * `NOTEBOOK`: otter's `grader.check` in a notebook, or `otter run`: otter runs the question
   files itself, with no runner and no session, so a failing check names its likely mistake
-  there and then (`platforms.notebook_hints`);
+  there and then (`Question.check`, with `platforms.notebook_hints`);
 * `RECORD`: `autograder snapshot` (and lint): public cases take their expected values from the
   live reference and store them in the `recording` (`expected.py`).
 
@@ -56,17 +56,6 @@ class CheckContext:
         """Keep one check for naming mistakes, where a session collects them."""
         if self.session is not None:
             self.session.note(record, passed, case)
-
-    def name_failure(self, record: Any, student: Any) -> str | None:
-        """The "likely mistake" line for a failing check, where nothing names it later (the
-        NOTEBOOK mode); None elsewhere."""
-        if self.mode is not Mode.NOTEBOOK:
-            return None
-        # Otter has no runner to name mistakes after the last call: the notebook's own naming
-        # run does it (imported here only, so that a grade or a check never loads it).
-        from ..platforms.notebook_hints import NOTEBOOK_NAMER
-
-        return NOTEBOOK_NAMER.hint(record, student)
 
 
 # Where a check receives a bare value: otter runs the question files (see the module's note).

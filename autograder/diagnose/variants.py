@@ -13,6 +13,7 @@ import torch
 
 from ..assignment import Assignment
 from ..checks import finite_float64, tolerance_for
+from ..expected import digest_name
 from ..memo.fingerprint import call_digest
 from .catalogue import Catalogue, Mistake
 from .sources import OutcomeUnknown, VariantSource
@@ -37,6 +38,7 @@ class CheckRecord:
     want_grad: bool
     large_inputs: bool
     tolerance: dict
+    part: tuple = ()        # the place of the output the check compares (all of it: ())
     _key: bytes | None = None
     _far: float | None = None
 
@@ -50,8 +52,8 @@ class CheckRecord:
     @property
     def key(self) -> bytes:
         if self._key is None:
-            self._key = call_digest(self.function, self.seed, self.want_grad, self.args,
-                                    self.kwargs)
+            self._key = call_digest(digest_name(self.function, self.part), self.seed,
+                                    self.want_grad, self.args, self.kwargs)
         return self._key
 
     def evidence(self) -> Evidence:

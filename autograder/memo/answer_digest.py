@@ -16,6 +16,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from ..sandbox.wire import Record
+
 SIGNIFICANT = 6
 # The problems that say the output itself is wrong (a wrong gradient or a changed input may
 # come with the right output, which many share and which would say nothing).
@@ -46,6 +48,12 @@ def _feed(h, value: Any, depth: int = 0) -> None:
         data = _rounded(value) if value.dtype.kind in "fc" and value.dtype.kind != "c" \
             else value
         h.update(np.ascontiguousarray(data).tobytes())
+    elif isinstance(value, Record):
+        h.update(f"r{value.kind}:{value.type_name}{len(value.fields)}(".encode())
+        for k, v in value.fields.items():
+            h.update(str(k).encode() + b":")
+            _feed(h, v, depth + 1)
+        h.update(b")")
     elif isinstance(value, (tuple, list)):
         h.update(f"{type(value).__name__}{len(value)}(".encode())
         for v in value:

@@ -137,9 +137,7 @@ def structure_problem(e: Any, g: Any, path: tuple, names: OutputNames) -> Proble
         seq = g if isinstance(g, tuple) or (isinstance(g, Record) and
                                             g.kind == Record.NAMEDTUPLE) else None
         if seq is None:
-            tail = "." + (" Return both values: `return output, weights`."
-                          if _is_array(g) else "")
-            return _type(what, e, g, tail)
+            return _type(what, e, g, "." + (_return_all(e, path, names) if _is_array(g) else ""))
         return _sequence_structure(e, list(seq), path, names)
     if isinstance(e, list):
         if not isinstance(g, list):
@@ -159,6 +157,15 @@ def structure_problem(e: Any, g: Any, path: tuple, names: OutputNames) -> Proble
                 return problem
         return None
     return _scalar_structure(e, g, what)
+
+
+def _return_all(e: tuple, path: tuple, names: OutputNames) -> str:
+    """Advice for a single array where a tuple is due: return every item (by their
+    `[outputs]` names where the output is the function's own tuple)."""
+    count = "both values" if len(e) == 2 else f"all {len(e)} values"
+    if not path and isinstance(names.names, list) and len(names.names) == len(e):
+        return f" Return {count}: `return {', '.join(names.names)}`."
+    return f" Return {count} as a tuple."
 
 
 def _sequence_structure(e: list | tuple, g: list, path: tuple,
@@ -212,6 +219,42 @@ def _scalar_structure(e: Any, g: Any, what: str) -> Problem | None:
         return None if isinstance(g, str) else _type(what, e, g)
     expected_kind(e)    # raises Uncomparable for anything else
     return None
+
+
+def select_part(e: Any, g: Any, part: tuple, names: OutputNames
+                ) -> tuple[Any, Any, Problem | None]:
+    """The place `part` of both outputs (a case that compares one part of the output, the rest
+    being the student's own design), or the problem that the student's output has no such
+    place: its containers on the way must be those of the contract."""
+    for depth, step in enumerate(part):
+        where = part[:depth]
+        what = names(where)
+        if isinstance(e, Record):
+            if not isinstance(g, Record) or g.kind != e.kind:
+                return e, g, _type(what, e, g)
+            if step not in g.fields:
+                return e, g, Problem.of("type", form="fields", what=what, missing=[step],
+                                        extra=[])
+            e, g = e.fields[step], g.fields[step]
+        elif isinstance(e, (tuple, list)):
+            seq = list(g) if isinstance(g, Record) and g.kind == Record.NAMEDTUPLE else g
+            if not isinstance(seq, (tuple, list)) or isinstance(e, tuple) != isinstance(
+                    seq, tuple) and not isinstance(g, Record):
+                tail = "." + _return_all(e, where, names) \
+                    if isinstance(e, tuple) and _is_array(g) else ""
+                return e, g, _type(what, e, g, tail)
+            if len(seq) != len(e):
+                return e, g, Problem.of("type", form="length", what=what,
+                                        expected=expected_kind(e), length=len(seq))
+            e, g = e[step], seq[step]
+        elif isinstance(e, dict):
+            if not isinstance(g, dict):
+                return e, g, _type(what, e, g)
+            if step not in g:
+                return e, g, Problem.of("type", form="keys", what=what, missing=[step],
+                                        extra=[], expected=list(e))
+            e, g = e[step], g[step]
+    return e, g, None
 
 
 def leaves(e: Any, g: Any, path: tuple = ()) -> Iterator[tuple[tuple, Any, Any]]:
@@ -290,4 +333,4 @@ def compare_number(e: Any, g: Any, what: str, *, tolerance: dict | None = None,
 
 
 __all__ = ["Uncomparable", "compare_output", "compare_number", "expected_kind", "leaves",
-           "leaf_problems", "number_dtype", "structure_problem"]
+           "leaf_problems", "number_dtype", "select_part", "structure_problem"]

@@ -218,8 +218,9 @@ def _values_pair(f: Mapping[str, Any], subject: str, verb: str) -> Said:
         else:
             where = f" (expected {f['expected']}, got {f['got']})"
         if f.get("scalar"):
+            # One number: its difference would give a hidden case's expected value away.
             pub = f"{subject} differs by {max_diff}{where}"
-            hid = f"{subject} differs from the reference by {max_diff}"
+            hid = f"{subject} differs from the reference"
         else:
             pub = f"{subject}{verb} by up to {max_diff}{where}; {n} of {numel} values are off"
             hid = (f"{subject}{verb} from the reference by up to {max_diff} ({n} of {numel} "
@@ -320,23 +321,23 @@ def _mutated(f: Mapping[str, Any]) -> Said:
         return same(f"your function changed its input {names} in place; work on new "
                     f"{f['noun']} instead (e.g. `x = x - m`, not `x -= m`)")
     first = next(c for c in changes if c["how"] != "in_place")
-    how = first["how"]
+    how, owner = first["how"], first.get("owner", first["name"])
+    # The changes of the same kind to the same input are said together.
+    alike = [c for c in changes if c["how"] == how and c.get("owner", c["name"]) == owner]
     keys = first.get("keys") or []
-    key_words = (f"the key{'s' if len(keys) > 1 else ''} {_quoted(keys)}" if keys
-                 else "keys")
-    said = _HOW_WORDS[how].format(name=first["name"], container=first.get("container", "dict"),
-                                  keys=key_words, before=first.get("before"),
-                                  after=first.get("after"))
-    caller = first.get("owner", first["name"])
+    key_words = f"the key{'s' if len(keys) > 1 else ''} {_quoted(keys)}" if keys else "keys"
+    said = _HOW_WORDS[how].format(name=", ".join(c["name"] for c in alike[:3]),
+                                  container=first.get("container", "dict"), keys=key_words,
+                                  before=first.get("before"), after=first.get("after"))
+    var = first["var"]
     if first.get("container", "dict") == "list":
-        fix = (f"the caller's {caller} changes too (`.append()`, `.pop()`, `+=` and item "
+        fix = (f"the caller's {owner} changes too (`.append()`, `.pop()`, `+=` and item "
                f"assignment change the list itself); build a new list instead (e.g. "
-               f"`{first['var']} = {first['var']} + [...]` or `list({first['var']})` first)")
+               f"`{var} = {var} + [...]`, or `{var} = list({var})` first)")
     else:
-        fix = (f"the caller's {caller} changes too (item assignment, `del`, `.pop()`, "
+        fix = (f"the caller's {owner} changes too (item assignment, `del`, `.pop()`, "
                f"`.update()` and `.clear()` change the dict itself); build a new dict instead "
-               f"(e.g. `new = dict({first['var']})`, then change `new`, or "
-               f"`{{k: ... for k in {first['var']}}}`)")
-    more = len(changes) - 1
-    also = f" ({more} more input{'s' if more > 1 else ''} changed too)" if more else ""
+               f"(e.g. `new = dict({var})`, then change `new`, or `{{k: ... for k in {var}}}`)")
+    more = len(changes) - len(alike)
+    also = f" ({more} more input{'s' if more > 1 else ''} changed too)" if more > 0 else ""
     return same(f"your function {said}{also}: {fix}")

@@ -75,12 +75,18 @@ def steps_from_data(data: Any) -> tuple:
 
 
 def step_into(value: Any, step: Any) -> Any:
-    """The item of `value` at one step of a path (see `Field`)."""
+    """The item of `value` at one step of a path (see `Field`): a field of a record, an item of
+    a tuple or list, a dict's key; anything else (an array's row) is no such item."""
     if isinstance(step, Field):
         if isinstance(value, Record):
             return value.fields[step]
+        if record_fields(value) is None:
+            raise TypeError(f"{type(value).__name__} has no fields")
         return getattr(value, step)
-    return value[step]
+    if isinstance(step, int) and isinstance(value, (tuple, list)) or \
+            isinstance(step, str) and isinstance(value, dict):
+        return value[step]
+    raise TypeError(f"{type(value).__name__} has no item {step!r}")
 
 
 def iter_arrays(value: Any, path: tuple = ()):
