@@ -25,6 +25,7 @@ import json
 import os
 import re
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -36,7 +37,7 @@ from . import checks, diagnose
 from .answers import (MISSING, MissingAnswer, _canonical, _form_of_canonical, _show,
                       answer_digest, answer_form)
 from .assignment import Assignment, AssignmentError, assignment_for_test_file
-from .checking.context import Mode, unbind
+from .checking.context import CheckContext, Mode, unbind
 from .checks import CheckFailed, Labels
 from .memo.answer_digest import wrong_output_digest
 from .expected import (GraderError, _load_snapshot, _reference_outcome, _snapshot_outcome,
@@ -178,52 +179,38 @@ class Question:
         student's own design (a forward pass's cache).
         """
         student, context = unbind(student)
-        labels = self._labels(fn_name)
         names = self._output_names(fn_name)
-        steps = parse_path(part, names) if part != () else ()
-        if steps is None:
-            raise GraderError(f"check: {part!r} is not a place in the output of {fn_name}")
-        slack = checks.input_precision_slack(self.input_precision,
-                                             [a for _, a in iter_arrays((args, kwargs))])
-        if expected is not None:
-            exp = _snapshot_outcome(self.assignment, self.name, expected.key, fn_name, args,
-                                    kwargs, seed, grad, context=context,
-                                    tolerance=self._recorded_tolerance(tolerance), part=steps)
-        else:
-            exp = _reference_outcome(self.assignment, fn_name, args, kwargs, seed, grad, steps)
-        where = resolve_path(exp["output"], steps)
-        if where is None:
-            raise GraderError(f"check: the output of {fn_name} has no part {part!r}")
-        table, unknown = case_tolerance(self.tolerance, tolerance, exp["output"], names)
-        if unknown:
-            raise GraderError(f"the tolerance of question {self.name} names "
-                              f"{', '.join(repr(u) for u in unknown)}, which the output of "
-                              f"{fn_name} does not have")
-        tolerance = checks.widen(table, self.input_precision, slack)
+        exp = self._expected(fn_name, args, kwargs, expected, seed, grad, tolerance, part, names,
+                             context)
         if student is None and context.mode is Mode.RECORD:
             return
+        # The inputs as a record keeps them: a chained input without the student's function
+        # (naming never calls the student's code).
         kept_args, kept_kwargs = with_chained_functions(tuple(args), dict(kwargs),
                                                         lambda name: None)
+
+        def record_of(got: dict) -> diagnose.CheckRecord:
+            return diagnose.CheckRecord(self.assignment, self.name, fn_name, kept_args,
+                                        kept_kwargs, exp.outcome, got, seed, grad, large_inputs,
+                                        exp.tolerance, part=exp.part)
+
         try:
-            got = self._student_outcome(fn_name, student, args, kwargs, exp["upstream"], grad)
+            got = self._student_outcome(fn_name, student, args, kwargs,
+                                        exp.outcome["upstream"], grad)
         except checks.CallStopped as e:
             if e.routines:      # the refusal's evidence, as a check in this process lists it
-                e.with_record(diagnose.CheckRecord(
-                    self.assignment, self.name, fn_name, kept_args, kept_kwargs, exp,
+                e.with_record(record_of(
                     {"status": "error", "output": None, "grads": None, "grad_error": None,
                      "mutated": [], "forbidden": list(e.routines), "called": [],
-                     "error": {"type": "forbidden", "message": str(e)}},
-                    seed, grad, large_inputs, tolerance, part=where))
+                     "error": {"type": "forbidden", "message": str(e)}}))
             raise
         # Kept for naming a known mistake later (autograder.diagnose), in this trusted process.
-        record = diagnose.CheckRecord(self.assignment, self.name, fn_name, kept_args,
-                                      kept_kwargs, exp, got, seed, grad, large_inputs,
-                                      tolerance, part=where)
+        record = record_of(got)
         numpy_inputs = _has_numpy((args, kwargs))
         failure = self._status_problem(fn_name, got, numpy_inputs)
         if failure is None:
-            problems = self._compare(exp, got, labels, names, where, props, (args, kwargs),
-                                     large_inputs, numpy_inputs, tolerance, table, slack)
+            problems = self._compare(exp, got, self._labels(fn_name), names, props,
+                                     (args, kwargs), large_inputs, numpy_inputs)
             failure = (problems[0], CaseStatus.FAILED) if problems else None
         if failure is None:
             context.note(record, passed=True)
@@ -237,6 +224,35 @@ class Question:
             if line:
                 error.args = (f"{error.args[0] if error.args else ''}\n{line}",)
         raise error
+
+    def _expected(self, fn_name: str, args, kwargs, expected: snapshot | None, seed: int,
+                  grad: bool, tolerance: dict | None, part: Any, names: OutputNames,
+                  context: CheckContext) -> "_Expected":
+        """The reference's outcome of a case (from its snapshot for a public case), the place
+        of the output it compares, and the tolerances it compares with."""
+        steps = parse_path(part, names) if part != () else ()
+        if steps is None:
+            raise GraderError(f"check: {part!r} is not a place in the output of {fn_name}")
+        if expected is not None:
+            outcome = _snapshot_outcome(self.assignment, self.name, expected.key, fn_name, args,
+                                        kwargs, seed, grad, context=context,
+                                        tolerance=self._recorded_tolerance(tolerance),
+                                        part=steps)
+        else:
+            outcome = _reference_outcome(self.assignment, fn_name, args, kwargs, seed, grad,
+                                         steps)
+        where = resolve_path(outcome["output"], steps)
+        if where is None:
+            raise GraderError(f"check: the output of {fn_name} has no part {part!r}")
+        table, unknown = case_tolerance(self.tolerance, tolerance, outcome["output"], names)
+        if unknown:
+            raise GraderError(f"the tolerance of question {self.name} names "
+                              f"{', '.join(repr(u) for u in unknown)}, which the output of "
+                              f"{fn_name} does not have")
+        slack = checks.input_precision_slack(self.input_precision,
+                                             [a for _, a in iter_arrays((args, kwargs))])
+        return _Expected(outcome, where, table, checks.widen(table, self.input_precision, slack),
+                         slack)
 
     def _recorded_tolerance(self, case: dict | None) -> dict:
         """The per-dtype table a snapshot of this case is rounded within: the question's and
@@ -391,14 +407,15 @@ class Question:
                            where=where, rest=rest, chained=chained, advice=advice),
                 CaseStatus.ERROR)
 
-    def _compare(self, exp: dict, got: dict, labels: Labels, names: OutputNames, part: tuple,
-                 props, inputs, large_inputs: bool, numpy_inputs: bool, tolerance: dict,
-                 table: dict, slack: dict[str, float]) -> list[Problem]:
+    def _compare(self, exp: "_Expected", got: dict, labels: Labels, names: OutputNames, props,
+                 inputs, large_inputs: bool, numpy_inputs: bool) -> list[Problem]:
+        """What is wrong with the outcome of a call that returned: its structure, changed
+        inputs, every value, the properties, then the gradients."""
         output = got["output"]
         # The part of the output the case compares (all of it, but for a forward pass's cache).
-        expected, mine, problem = select_part(exp["output"], output, part, names)
+        expected, mine, problem = select_part(exp.outcome["output"], output, exp.part, names)
         try:
-            problem = problem or structure_problem(expected, mine, part, names)
+            problem = problem or structure_problem(expected, mine, exp.part, names)
         except Uncomparable as e:
             raise GraderError(str(e)) from None
         if problem is not None:
@@ -409,8 +426,9 @@ class Question:
         if problems:
             return problems
         dtypes = _float_dtypes(inputs)
-        for path, e, g in leaves(expected, mine, part):
-            problems = leaf_problems(e, g, names(path), tolerance=tolerance_at(tolerance, path),
+        for path, e, g in leaves(expected, mine, exp.part):
+            problems = leaf_problems(e, g, names(path),
+                                     tolerance=tolerance_at(exp.tolerance, path),
                                      large_inputs=large_inputs, input_dtypes=dtypes)
             if problems:
                 break
@@ -425,22 +443,40 @@ class Question:
             return problems[:1]
         if prop_problems:
             return prop_problems[:1]
-        if exp.get("grads") is not None:
-            scale = max((checks.largest_magnitude(e) for _, e in iter_arrays(expected)),
-                        default=0.0) * max((checks.largest_magnitude(u) for _, u in
-                                            iter_arrays(exp.get("upstream"))), default=0.0)
-            problems = checks.compare_gradients(
-                exp["grads"], got["grads"], got["grad_error"], labels,
-                checks.widen(checks.without_places(table), self.input_precision, slack,
-                             atol_scale=scale))
-            if problems and problems[0].facts.get("case") == "values":
-                # Wrong gradients where a tensor of the output has no autograd graph: that
-                # tensor is where they were lost.
-                detached = _detached_parts(exp, got, expected, part, names)
-                if detached is not None:
-                    return [detached]
-            return problems
+        if exp.outcome.get("grads") is not None:
+            return self._gradient_problems(exp, got, expected, labels, names)
         return []
+
+    def _gradient_problems(self, exp: "_Expected", got: dict, expected: Any, labels: Labels,
+                           names: OutputNames) -> list[Problem]:
+        upstream = exp.outcome.get("upstream")
+        scale = max((checks.largest_magnitude(e) for _, e in iter_arrays(expected)),
+                    default=0.0) * max((checks.largest_magnitude(u) for _, u in
+                                        iter_arrays(upstream)), default=0.0)
+        problems = checks.compare_gradients(
+            exp.outcome["grads"], got["grads"], got["grad_error"], labels,
+            checks.widen(checks.without_places(exp.table), self.input_precision, exp.slack,
+                         atol_scale=scale))
+        if problems and problems[0].facts.get("case") == "values":
+            # Wrong gradients where a tensor of the output has no autograd graph: that tensor
+            # is where they were lost.
+            detached = _detached_parts(exp.outcome, got, expected, exp.part, names)
+            if detached is not None:
+                return [detached]
+        return problems
+
+
+@dataclass(frozen=True)
+class _Expected:
+    """What one case compares with: the reference's outcome, the place of the output the case
+    compares (() for all of it), the tolerance table as written (per dtype and per place) and
+    widened by the inputs' precision, and that widening (`slack`, for the gradients)."""
+
+    outcome: dict
+    part: tuple
+    table: dict
+    tolerance: dict
+    slack: dict
 
 
 def _notebook_hint(record: Any, student: Any) -> str | None:

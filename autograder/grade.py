@@ -18,7 +18,7 @@ from .checking.context import Mode
 from .integrity import CallLog
 from .checks import CheckFailed
 from .problems import Problem
-from .sandbox.execute import describe_error
+from .sandbox.execute import Chained, describe_error
 from .sandbox.limits import Limits
 from .results import SubmissionResult
 from .status import CaseStatus, QuestionStatus
@@ -54,6 +54,10 @@ class RemoteFunction:
     def __remote_outcome__(self, args, kwargs, *, upstream, want_grad, forbidden, question):
         if self._log is not None:
             self._log.called(self.__name__)
+            # A function whose output this call is given (`Question.output_of`) runs too.
+            for value in [*args, *kwargs.values()]:
+                if isinstance(value, Chained):
+                    self._log.called(value.name)
         try:
             outcome = self._session.call(self.__name__, args, kwargs, upstream=upstream,
                                          want_grad=want_grad, forbidden=forbidden)

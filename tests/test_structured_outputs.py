@@ -139,6 +139,36 @@ def test_gradescope_gives_the_grades_scores(built, graded, tmp_path):
         assert "the grader failed" not in json.dumps(results)
 
 
+C50_ENV = {"CLASSROOM": "c", "ASSIGNMENT": "decoding", "SUBMISSION_TAG": "submit/1-abc",
+           "COMMIT_URL": "https://example.org/c", "RELEASE_URL": "https://example.org/r",
+           "REVIEW_URL": "https://example.org/v", "USERNAME": "s", "OWNER": "s",
+           "ASSIGNMENT_TYPE": "individual", "CLASSROOM50_NO_INSTALL": "1"}
+
+
+def test_classroom50_gives_the_public_cases_scores(built, graded, tmp_path):
+    """The Classroom 50 folder grades the public cases (its bundle is public)."""
+    name = "cache_tuple.py"
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    shutil.copy(FIXTURE / "submissions" / name, repo / "decoding.py")
+    git = ["git", "-c", "user.name=s", "-c", "user.email=s@example.org", "-C", str(repo)]
+    subprocess.run(git + ["init", "-q"], check=True)
+    subprocess.run(git + ["add", "-A"], check=True)
+    subprocess.run(git + ["commit", "-q", "-m", "work"], check=True)
+    runtime = tmp_path / "runtime"
+    shutil.copytree(built / "decoding-classroom50", runtime)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.update(C50_ENV, CLASSROOM50_BUNDLE_DIR=str(runtime))
+    r = subprocess.run([sys.executable, str(runtime / "autograder.py")], cwd=repo, env=env,
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    rows = {t["test-name"].split(" (public cases", 1)[0]: t["score"] for t in
+            json.loads((repo / "result.json").read_text())["tests"]}
+    public = {q: sum(c["score"] for c in v["cases"] if not c["hidden"])
+              for q, v in graded[name]["questions"].items()}
+    assert rows == public and rows["cache"] == 0
+
+
 def _otter(built: Path, submission: Path, out: Path) -> dict:
     out.mkdir(parents=True)
     shutil.copy(submission, out / "decoding.py")
@@ -204,6 +234,25 @@ def test_records_and_numpy_scalars_travel_as_data_and_forgeries_do_not():
             decode(bad, [])
     too_many = encode({str(i): i for i in range(300)}, [])
     assert too_many["t"] == "other" and "too many" in too_many["type"]
+    with pytest.raises(WireError):
+        decode({"t": "record", "kind": "dataclass", "type": "X",
+                "fields": [[str(i), {"t": "none"}] for i in range(300)]}, [])
+
+
+def test_what_an_outcome_says_about_changed_inputs_is_checked():
+    from autograder.sandbox.protocol import decode_outcome
+    from autograder.sandbox.wire import WireError
+
+    honest = {"status": "ok", "output": {"t": "none"},
+              "changes": [{"path": "0/1", "how": "removed", "keys": ["m"]}],
+              "unconnected": ["1/k"], "chained": {"function": "f", "missing": "[1]"}}
+    out = decode_outcome(honest, [])
+    assert out["changes"] == honest["changes"] and out["unconnected"] == ["1/k"]
+    for bad in ({"changes": [{"path": "0", "how": "exploded"}]},
+                {"changes": [{"path": "0", "how": "resized", "before": -1, "after": 2}]},
+                {"changes": "all"}, {"unconnected": [1]}, {"chained": ["f"]}):
+        with pytest.raises(WireError):
+            decode_outcome({**honest, **bad}, [])
 
 
 def test_changed_inputs_are_told_apart():

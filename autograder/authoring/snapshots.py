@@ -4,8 +4,8 @@ an unchanged assignment changes no file.
 Three rules make the files the same on any machine and keep a diff to what changed:
 
 * keys are sorted and the layout is fixed (`json.dumps(..., indent=1, sort_keys=True)`);
-* expected outputs and gradients are rounded to a decimal step well inside the tolerance the
-  case is checked with (at most a hundredth of `max(atol, rtol * |v|)` for the question's
+* expected outputs and gradients (arrays and float numbers) are rounded to a decimal step well
+  inside the tolerance the case is checked with (at most a hundredth of `max(atol, rtol * |v|)` for the question's
   tolerance of that dtype, `checks.tolerance_for`), with Python's correctly rounded `round`:
   float32 sums taken in another order on another machine move a value by an ulp or two, far
   less than that step. Inputs and upstream gradients are kept exactly: they are made from a
@@ -81,11 +81,20 @@ def _is_float_array(node: Any) -> bool:
         and str(node.get("dtype", "")).startswith("float") and isinstance(node.get("data"), list)
 
 
+def _is_float_number(node: Any) -> bool:
+    """A float scalar (a Python float is a float64; a NumPy scalar says its dtype)."""
+    return isinstance(node, dict) and node.get("t") == "scalar" and node.get("kind") == "float" \
+        and isinstance(node.get("v"), float)
+
+
 def _rounded_tree(node: Any, table: dict) -> Any:
     if _is_float_array(node):
         rtol, atol = _tolerance(table, node["dtype"])
         data = [round_value(x, rtol, atol) if isinstance(x, float) else x for x in node["data"]]
         return {**node, "data": data}
+    if _is_float_number(node):
+        rtol, atol = _tolerance(table, str(node.get("dtype", "float64")))
+        return {**node, "v": round_value(node["v"], rtol, atol)}
     if isinstance(node, dict):
         return {k: _rounded_tree(v, table) for k, v in node.items()}
     if isinstance(node, list):
@@ -108,6 +117,8 @@ def _agrees(old: Any, new: Any, table: dict, exact: bool, tol: tuple[float, floa
             return False
         if not exact and _is_float_array(new):
             tol = _tolerance(table, new["dtype"])
+        elif not exact and _is_float_number(new):
+            tol = _tolerance(table, str(new.get("dtype", "float64")))
         return all(_agrees(old[k], new[k], table, exact, tol) for k in old)
     if isinstance(old, list) and isinstance(new, list):
         return len(old) == len(new) and all(_agrees(a, b, table, exact, tol)

@@ -589,7 +589,11 @@ def _vjp(outputs: tuple, upstreams: tuple, inputs: tuple) -> tuple:
 
 
 def _get_out(output, path):
+    """The output's tensor where the upstream gradient has one: by field or by indexing (a
+    student's output of another structure is told by what this finds, "output shape" or
+    "output structure", as the recorded outcomes of known mistakes were)."""
     value = output
     for p in path:
-        value = step_into(value, p)
+        value = getattr(value, p) if isinstance(p, Field) and not isinstance(value, Record) \
+            else value.fields[p] if isinstance(p, Field) else value[p]
     return value
