@@ -16,7 +16,7 @@ import torch
 from ..checks import finite_float64, tolerance_for
 from ..outputs.compare import number_dtype
 from ..outputs.paths import tolerance_at
-from ..sandbox.execute import Field, iter_arrays, iter_leaves, path_key
+from ..sandbox.execute import Field, index_into, iter_arrays, iter_leaves, path_key
 from ..sandbox.wire import Record
 
 Predicate = Callable[["Evidence"], bool]
@@ -59,8 +59,8 @@ class Evidence:
             g = self.got.get("output")
             try:
                 for p in path:
-                    g = g[p]
-            except (KeyError, IndexError, TypeError):
+                    g = index_into(g, p)
+            except (KeyError, IndexError, TypeError, AttributeError):
                 g = None
             out.append((e, g))
         return out

@@ -588,12 +588,19 @@ def _vjp(outputs: tuple, upstreams: tuple, inputs: tuple) -> tuple:
     return engine.run_backward(outputs, upstreams, False, False, inputs, True, False)
 
 
+def index_into(value: Any, step: Any) -> Any:
+    """The item of `value` at one step of a path as indexing finds it: a field by name, else
+    `value[step]` (so a tensor's row where an output of another structure has one)."""
+    if isinstance(step, Field):
+        return value.fields[step] if isinstance(value, Record) else getattr(value, step)
+    return value[step]
+
+
 def _get_out(output, path):
-    """The output's tensor where the upstream gradient has one: by field or by indexing (a
-    student's output of another structure is told by what this finds, "output shape" or
-    "output structure", as the recorded outcomes of known mistakes were)."""
+    """The output's tensor where the upstream gradient has one (a student's output of another
+    structure is told by what indexing finds, "output shape" or "output structure", as the
+    recorded outcomes of known mistakes were)."""
     value = output
     for p in path:
-        value = getattr(value, p) if isinstance(p, Field) and not isinstance(value, Record) \
-            else value.fields[p] if isinstance(p, Field) else value[p]
+        value = index_into(value, p)
     return value
