@@ -23,8 +23,8 @@ import torch
 
 from helpers import ROOT, id_list, load_json, read_header, run_cli
 
-from autograder.assignment import load_assignment
-from autograder.grade import check_in_process
+from autograder.model.assignment import load_assignment
+from autograder.grading.grade import check_in_process
 
 FIXTURE = ROOT / "tests" / "assignments" / "decoding"
 PLANTED = sorted((FIXTURE / "submissions").glob("*.py"))
@@ -277,7 +277,7 @@ def test_changed_inputs_are_told_apart():
 
 
 def test_list_changes_are_explained_as_list_changes():
-    from autograder.checks import Labels, compare_mutation
+    from autograder.checking.checks import Labels, compare_mutation
 
     p = compare_mutation(["0/0"], Labels("push", ["tokens"]), "tensors",
                          [{"path": "0/0", "how": "resized", "before": 2, "after": 3}],
@@ -288,7 +288,7 @@ def test_list_changes_are_explained_as_list_changes():
 
 
 def test_numbers_are_compared_with_their_dtypes_tolerance_and_nan_is_nans_equal():
-    from autograder.outputs.compare import compare_number
+    from autograder.checking.outputs import compare_number
 
     assert compare_number(1.0, 1.0 + 1e-12, "x") == []
     assert compare_number(1.0, 1.0 + 1e-6, "x")[0].kind == "values"
@@ -301,7 +301,7 @@ def test_numbers_are_compared_with_their_dtypes_tolerance_and_nan_is_nans_equal(
 
 
 def test_tolerances_per_place_in_the_output():
-    from autograder.outputs.paths import OutputNames, case_tolerance, tolerance_at
+    from autograder.checking.paths import OutputNames, case_tolerance, tolerance_at
     from autograder.sandbox.execute import Field
     from autograder.sandbox.wire import Record
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..assignment import Assignment
+from ..model.assignment import Assignment
 
 # The rounding step, and the agreement that keeps an entry, as a fraction of the tolerance.
 STEP_FRACTION = 0.01
@@ -45,8 +45,8 @@ def record(assignment: Assignment, include_hidden: bool = False) -> Recording:
     """Run the reference on every public case (and every hidden one with `include_hidden`,
     as lint does), recording what each snapshot holds (nothing is written)."""
     from ..checking.context import Mode, Recording as Store
-    from ..runner import grade_functions
-    from ..status import QuestionStatus
+    from ..grading.runner import grade_functions
+    from ..model.status import QuestionStatus
 
     ref = assignment.load_reference()
     env = {name: getattr(ref, name) for name in assignment.api if hasattr(ref, name)}
@@ -59,7 +59,7 @@ def record(assignment: Assignment, include_hidden: bool = False) -> Recording:
 
 
 def _tolerance(table: dict, dtype: str) -> tuple[float, float]:
-    from ..checks import DEFAULT_TOLERANCE
+    from ..checking.checks import DEFAULT_TOLERANCE
 
     rtol, atol = {**DEFAULT_TOLERANCE, **(table or {})}.get(dtype, (0.0, 0.0))
     return float(rtol), float(atol)

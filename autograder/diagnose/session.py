@@ -8,7 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from ..assignment import Assignment, AssignmentError
+from ..checking.record import CheckRecord as CheckedCall
+from ..model.assignment import Assignment, AssignmentError
 from ..sandbox.execute import iter_arrays
 from .catalogue import catalogue_for
 from .fallback import decide
@@ -32,8 +33,11 @@ class Session:
         self.failed: list[tuple[CheckRecord, Any]] = []
         self.kept_bytes = 0     # of the student's outcomes held in the records above
 
-    def note(self, record: CheckRecord, passed: bool, case: Any = None) -> None:
-        """Keep one check (`Question.check` reports each), within the memory bounds below."""
+    def note(self, record: Any, passed: bool, case: Any = None) -> None:
+        """Keep one check (`Question.check` reports each, a `checking.record.CheckRecord`),
+        within the memory bounds below."""
+        if isinstance(record, CheckedCall):
+            record = CheckRecord.of(record)
         size = outcome_bytes(record.got)
         if size > max(RECORD_FACTOR * outcome_bytes(record.expected), RECORD_FLOOR) \
                 or self.kept_bytes + size > KEPT_BYTES:

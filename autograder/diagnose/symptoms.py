@@ -13,9 +13,9 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from ..checks import finite_float64, tolerance_for
-from ..outputs.compare import number_dtype
-from ..outputs.paths import tolerance_at
+from ..checking.checks import finite_float64, tolerance_for
+from ..checking.outputs import number_dtype
+from ..checking.paths import tolerance_at
 from ..sandbox.execute import Field, index_into, iter_arrays, iter_leaves, path_key
 from ..sandbox.wire import Record
 
@@ -133,7 +133,7 @@ def _tensor_distance(a: torch.Tensor, b: torch.Tensor, tolerance: dict | None) -
 def _value_distance(a: Any, b: Any, tolerance: dict | None, limit: float = INF,
                     path: tuple = ()) -> float:
     """How many tolerances apart `b` is from the trusted `a`, compared as grading compares
-    them (`outputs.compare`): structure exactly, arrays and floats within the tolerance of
+    them (`checking.outputs`): structure exactly, arrays and floats within the tolerance of
     their dtype at their place in the output, NaN where NaN is; inf when not comparable."""
     if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
         try:

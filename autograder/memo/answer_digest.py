@@ -16,8 +16,6 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..sandbox.wire import Record
-
 SIGNIFICANT = 6
 # The problems that say the output itself is wrong (a wrong gradient or a changed input may
 # come with the right output, which many share and which would say nothing).
@@ -48,7 +46,9 @@ def _feed(h, value: Any, depth: int = 0) -> None:
         data = _rounded(value) if value.dtype.kind in "fc" and value.dtype.kind != "c" \
             else value
         h.update(np.ascontiguousarray(data).tobytes())
-    elif isinstance(value, Record):
+    elif isinstance(getattr(value, "fields", None), dict) and \
+            isinstance(getattr(value, "type_name", None), str):
+        # A namedtuple or a dataclass as data (`sandbox.wire.Record`): its type and fields.
         h.update(f"r{value.kind}:{value.type_name}{len(value.fields)}(".encode())
         for k, v in value.fields.items():
             h.update(str(k).encode() + b":")
