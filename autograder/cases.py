@@ -22,9 +22,11 @@ from .checking.question import questions_in
 
 def _notebook_hint(record: Any, student: Any) -> str | None:
     """The "likely mistake" line of a check that fails in otter's run (imported there only: a
-    grade or a student's check never loads the notebook's naming)."""
-    from .platforms.notebook.hints import NOTEBOOK_NAMER
+    grade or a student's check never loads the notebook's naming); otter then shows the failed
+    check's message alone, without the question file's source line above it."""
+    from .platforms.notebook.hints import NOTEBOOK_NAMER, plain_messages
 
+    plain_messages()
     return NOTEBOOK_NAMER.hint(record, student)
 
 

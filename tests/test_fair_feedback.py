@@ -14,7 +14,6 @@ from autograder.checking import checks
 from autograder.model.assignment import load_assignment
 from autograder.cases import Question, randn
 from autograder.checking.question import ERROR_LINES, tidy_error
-from autograder.checking.checks import CheckFailed
 from autograder.diagnose import Evidence, float32_rounding
 from autograder.feedback.terminal import question_lines
 from autograder.platforms.gradescope.run import question_output
@@ -22,7 +21,6 @@ from autograder.course.report import feedback_markdown
 from autograder.model.results import CaseResult, QuestionResult, SubmissionResult
 from autograder.grading.runner import add_dependency_notes
 from autograder.intake.signatures import call_problems, signature_note
-from autograder.model.status import CaseStatus
 from autograder.feedback.plain import question_feedback
 from autograder.feedback.contract import question_json
 

@@ -247,6 +247,27 @@ def with_written_answers(assignment: Assignment, result: SubmissionResult,
     return result
 
 
+def text_only(error: UnreadableSubmission) -> Submission | None:
+    """What a file Python refuses (not UTF-8) still holds as text, for its written answers."""
+    return Submission(error.text) if error.text is not None else None
+
+
+def with_answers_of_file(assignment: Assignment, result: SubmissionResult, path: Path | None,
+                         questions: list[str] | None = None) -> SubmissionResult:
+    """The result with the written answers its file holds, read and never run: for a row made
+    without grading the file (the grader's own failure), whose answers are the student's
+    all the same."""
+    sub = None
+    if path is not None:
+        try:
+            sub = read_submission(Path(path))
+        except UnreadableSubmission as e:
+            sub = text_only(e)
+        except OSError:
+            sub = None
+    return with_written_answers(assignment, result, sub, None, questions)
+
+
 def report_internal_error(shown: str, error: BaseException) -> None:
     """Tell the instructor, on stderr, where the grader failed (the row says only that): the
     exception and the innermost frames, on one line each."""
@@ -268,6 +289,7 @@ def _grade_submission(assignment: Assignment, path: Path, sandbox: Sandbox,
     try:
         sub = read_submission(path)
     except UnreadableSubmission as e:
+        seen.submission = text_only(e)
         return failed_everywhere(assignment, shown, CaseStatus.ERROR, str(e),
                                  include_hidden=include_hidden, sandbox=sandbox.description)
     seen.submission = sub
@@ -379,14 +401,16 @@ def check_in_process(assignment: Assignment, path: Path,
         sub = read_submission(path)
     except UnreadableSubmission as e:
         return with_written_answers(assignment, failed_everywhere(
-            assignment, shown, CaseStatus.ERROR, str(e), include_hidden=False), None)
+            assignment, shown, CaseStatus.ERROR, str(e), include_hidden=False), text_only(e),
+            questions=questions)
     if sub.cells is not None:
         return _check_notebook_in_process(assignment, path, sub, questions)
     source = sub.source
     syntax = _syntax_message(source, str(path))
     if syntax:
         return with_written_answers(assignment, failed_everywhere(
-            assignment, shown, CaseStatus.ERROR, syntax, include_hidden=False), sub)
+            assignment, shown, CaseStatus.ERROR, syntax, include_hidden=False), sub,
+            questions=questions)
     module_name = Path(assignment.student_file).stem
     from ..sandbox.worker import load_student_module
 
@@ -400,7 +424,8 @@ def check_in_process(assignment: Assignment, path: Path,
             raise
         status, message = _load_failure(describe_error(exc), CaseStatus.ERROR)
         return with_written_answers(assignment, failed_everywhere(
-            assignment, shown, status, message, include_hidden=False), sub)
+            assignment, shown, status, message, include_hidden=False), sub,
+            questions=questions)
     env = student_env(assignment, module)
     result = _unchecked_note(grade_functions(assignment, shown, lambda q: env,
                                              include_hidden=False, mode=Mode.CHECK,

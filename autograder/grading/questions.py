@@ -9,7 +9,10 @@ that API may call back into it.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
+import os
+import sys
 from typing import Any
 
 from ..checking.checks import CallStopped, CheckFailed
@@ -33,37 +36,66 @@ class QuestionStopped(CallStopped):
 
 
 def _import_otter_test_files():
-    """Import otter's test-file module without the rest of otter.
+    """Import otter's exception-based test files without the rest of otter.
 
-    `import otter` loads otter's whole API (notebook export, plugins: over a second), which a
-    student's `autograder check` would pay every time. Only `otter.test_files` is needed, so when
-    otter is not loaded yet, a bare package object stands in for `otter` while that subpackage
-    is imported, and is removed again: a later `import otter` (e.g. in a notebook) loads the real
-    package, which reuses the same `otter.test_files` module and classes.
+    `import otter` loads otter's whole API (notebook export, plugins: over a second), and even
+    its `otter.test_files` package imports nbformat, IPython and jsonschema (about half a second
+    more), which every grading process and a student's `autograder check` would pay. Only
+    `otter.test_files.exception_test` is needed, and it needs nothing but the standard library:
+    it is imported under bare package objects standing in for `otter` and `otter.test_files`
+    (`_light_otter`), which are removed again. A later `import otter` (a notebook, `otter
+    generate`) loads the real packages, which reuse the same module and classes. Where the real
+    `otter.test_files` is loaded already, it is used as it is.
     """
     import importlib
+
+    with _light_otter():
+        return importlib.import_module("otter.test_files.exception_test").ExceptionTestFile
+
+
+@contextlib.contextmanager
+def _light_otter():
+    """Within it, `otter` and `otter.test_files` resolve to bare packages (unless the real ones
+    are loaded) whose `test_case` is otter's own: what a question file's `from
+    otter.test_files import test_case` and the import of `exception_test` need."""
+    import importlib
     import importlib.util
-    import sys
     import types
 
+    if "otter.test_files" in sys.modules:
+        yield
+        return
+    stubs = {}
     if "otter" not in sys.modules:
         spec = importlib.util.find_spec("otter")
-        stub = types.ModuleType("otter")
-        stub.__path__ = list(spec.submodule_search_locations)
-        stub.__spec__, stub.__file__ = spec, spec.origin
-        sys.modules["otter"] = stub
-        try:
-            importlib.import_module("otter.test_files")
-        finally:
-            if sys.modules.get("otter") is stub:
-                del sys.modules["otter"]
-    return importlib.import_module("otter.test_files.exception_test").ExceptionTestFile
+        otter = types.ModuleType("otter")
+        otter.__path__ = list(spec.submodule_search_locations)
+        otter.__spec__, otter.__file__ = spec, spec.origin
+        stubs["otter"] = otter
+    parent = stubs.get("otter") or sys.modules["otter"]
+    package = types.ModuleType("otter.test_files")
+    package.__path__ = [os.path.join(p, "test_files") for p in parent.__path__]
+    package.__package__ = "otter.test_files"
+    stubs["otter.test_files"] = package
+    sys.modules.update(stubs)
+    try:
+        module = importlib.import_module("otter.test_files.exception_test")
+        package.test_case = module.test_case
+        package.ExceptionTestFile = module.ExceptionTestFile
+        yield
+    finally:
+        for name, stub in stubs.items():
+            if sys.modules.get(name) is stub:
+                del sys.modules[name]
 
 
 @functools.lru_cache(maxsize=None)
 def load_question_file(path: str):
-    """An otter `ExceptionTestFile`, parsed by otter itself."""
-    return _import_otter_test_files().from_file(path)
+    """An otter `ExceptionTestFile`, parsed by otter itself (the file's own `from
+    otter.test_files import test_case` under `_light_otter`)."""
+    test_file = _import_otter_test_files()
+    with _light_otter():
+        return test_file.from_file(path)
 
 
 def _refused(record) -> list[str]:

@@ -17,12 +17,10 @@ listed in the outcome; the sandboxed worker arms its own guard, whose refusal en
 from __future__ import annotations
 
 import errno
-import functools
 import importlib
 import linecache
 import os
 import sys
-import threading
 import traceback
 from typing import Any, Callable
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import ROOT, SUBMISSIONS, cli_in_process, copy_assignment, run_cli
+from helpers import SUBMISSIONS, cli_in_process, copy_assignment, run_cli
 
 from autograder.model.assignment import load_assignment
 from autograder.authoring.mistake_table import public_records

@@ -11,6 +11,11 @@ that check's "likely mistake" line, which otter then shows with the message, and
 heatmaps (`autograder.pictures`) under the cell. So a notebook names what `check` names, in
 the same words. The run is kept for as long as the student's functions are the same objects;
 what their code prints meanwhile is not shown.
+
+Otter prints a failing case as "Error at line N in test Q:", the line of the question file that
+raised, then `CheckFailed: <message>`: the question file's own code above the one line a student
+needs. `plain_messages` has otter print a failed check's message alone (other exceptions keep
+otter's form).
 """
 from __future__ import annotations
 
@@ -42,12 +47,12 @@ def _show(picture: dict) -> None:
     """The heatmaps under the cell, when this runs in a notebook's kernel."""
     try:
         from IPython import get_ipython
-        from IPython.display import Image, display
+        from IPython.display import SVG, display
 
         if get_ipython() is not None:
-            from ...pictures.draw import png
+            from ...pictures.draw import heatmap
 
-            display(Image(png(picture)))
+            display(SVG(heatmap(picture)))
     except Exception:  # noqa: BLE001 - a picture never costs the student their check
         pass
 
@@ -84,3 +89,28 @@ class NotebookNamer:
 
 # The notebook's kernel runs one student's functions: one namer, for as long as it runs.
 NOTEBOOK_NAMER = NotebookNamer()
+
+
+def plain_messages() -> None:
+    """Have otter's exception-based test files show a failed check (`CheckFailed`, whose
+    message says everything) as its message alone, not under the question file's source line;
+    any other exception as otter shows it. Installed once, where otter runs the question files
+    itself (the notebook's `grader.check`, otter's own grading)."""
+    try:
+        from ...grading.questions import _import_otter_test_files
+
+        ExceptionTestFile = _import_otter_test_files()
+    except ImportError:
+        return
+    original = ExceptionTestFile._generate_error_message
+    if getattr(original, "plain_check_messages", False):
+        return
+    from ...checking.checks import CheckFailed
+
+    def message(self, excp: Exception, context: int = 0) -> str:
+        if isinstance(excp, CheckFailed):
+            return str(excp).strip()
+        return original(self, excp, context)
+
+    message.plain_check_messages = True   # type: ignore[attr-defined]
+    ExceptionTestFile._generate_error_message = message
