@@ -17,10 +17,11 @@ from typing import Any, NoReturn
 from . import cgroup, wire
 from .evidence import (COMPILER_NAMES, ESCAPES, UNARMED, import_refusal_message, read_end,
                        refusal_message)
-from .execute import iter_arrays
+from .execute import Chained, iter_arrays, steps_to_data
 from .limits import Limits
 from .protocol import decode_error, decode_outcome
 from .client import Sandbox
+from .errors import RunStopped
 from .routines import Table
 
 REFUSAL_KINDS = {"forbidden": "routine", "library": "library", "compiler": "compiler"}
@@ -30,12 +31,22 @@ MALFORMED = "the grading process of this submission sent a malformed reply"
 
 
 class WorkerStopped(Exception):
-    """The worker is gone or was stopped: status is timeout, memory or error."""
+    """The worker is gone or was stopped: status is timeout, memory or error. A refused
+    forbidden routine names `routines` (and the `noun` of the inputs: "tensor" or "array"),
+    and `how` it was refused ("routine": called; "library": library code computing it;
+    "compiler": a compiler inside torch); a question whose refusals could not be installed has
+    `kind` "unarmed" and its `reason`."""
 
-    def __init__(self, status: str, message: str):
+    def __init__(self, status: str, message: str, *, routines: list[str] | None = None,
+                 noun: str = "tensor", how: str = "routine", kind: str = "", reason: str = ""):
         super().__init__(message)
         self.status = status
         self.message = message
+        self.routines: list[str] = list(routines or [])
+        self.noun = noun
+        self.how = how
+        self.kind = kind
+        self.reason = reason
 
 
 class Refused(WorkerStopped):
@@ -48,11 +59,11 @@ class Refused(WorkerStopped):
 
     def __init__(self, kind: str, index: int, doing: str):
         super().__init__("forbidden" if kind in REFUSAL_KINDS else
-                         {"unarmed": "error"}.get(kind, "integrity"), doing)
-        self.kind, self.index, self.doing = kind, index, doing
+                         {"unarmed": "error"}.get(kind, "integrity"), doing, kind=kind)
+        self.index, self.doing = index, doing
 
 
-class MalformedReply(Exception):
+class MalformedReply(RunStopped):
     """The worker sent what no honest worker sends (a wrong type anywhere, an undecodable tree,
     a forged frame): the submission ends here, flagged for review. Deliberately not a
     `WorkerStopped`, which costs only the case at hand."""
@@ -231,7 +242,7 @@ class WorkerSession:
         question's other cases."""
         if question in self.failed:
             failed = self.failed[question]
-            if getattr(failed, "kind", None) == "unarmed":   # this question is flagged too
+            if failed.kind == "unarmed":   # this question is flagged too
                 raise self._unarmed_stop(failed.reason)
             raise failed
         if self.sock is not None and set(question) <= set(self.forbidden) and not (
@@ -286,10 +297,13 @@ class WorkerSession:
         self._refuse_if_malformed()
         question = self.forbidden if forbidden is None else tuple(forbidden)
         buffers: list[bytes] = []
+        args, kwargs, chained = self._chained(tuple(args), dict(kwargs), buffers)
         header = {"op": "call", "fn": fn,
                   "inputs": wire.encode((tuple(args), dict(kwargs)), buffers, memo=self.memo),
                   "upstream": wire.encode(upstream, buffers, memo=self.memo),
                   "want_grad": want_grad}
+        if chained:
+            header["chained"] = chained
         while True:
             self._switch(question)
             armed = self.forbidden
@@ -322,14 +336,28 @@ class WorkerSession:
         outcome["forbidden"] = [n for n in outcome.get("forbidden") or [] if n in question]
         return outcome
 
+    def _chained(self, args: tuple, kwargs: dict, buffers: list[bytes]
+                 ) -> tuple[tuple, dict, list[dict]]:
+        """The arguments without their chained inputs (`execute.Chained`), and what the worker
+        needs to make each in their place: the function's name, its inputs, the item."""
+        specs = []
+        for at, chain in [((0, i), a) for i, a in enumerate(args) if isinstance(a, Chained)] + \
+                [((1, k), v) for k, v in kwargs.items() if isinstance(v, Chained)]:
+            specs.append({"fn": chain.name, "at": list(at), "pick": steps_to_data(chain.pick),
+                          "inputs": wire.encode((chain.args, chain.kwargs), buffers,
+                                                memo=self.memo)})
+            if at[0] == 0:
+                args = tuple(None if i == at[1] else a for i, a in enumerate(args))
+            else:
+                kwargs = {**kwargs, at[1]: None}
+        return args, kwargs, specs
+
     def _unarmed_stop(self, reason: str) -> WorkerStopped:
         """This question is not graded: its refusals could not be installed (recorded for the
         row's review flag, `integrity.flag_unarmed`)."""
         if not any(x["question"] == self.question for x in self.unarmed):
             self.unarmed.append({"question": self.question, "reason": reason})
-        stopped = WorkerStopped("error", unarmed_message(reason))
-        stopped.kind, stopped.reason = "unarmed", reason
-        return stopped
+        return WorkerStopped("error", unarmed_message(reason), kind="unarmed", reason=reason)
 
     def _refused(self, e: Refused, forbidden: list[str], fn: str | None = None,
                  noun: str = "tensor") -> WorkerStopped:
@@ -345,13 +373,9 @@ class WorkerSession:
                 routine = forbidden[e.index] if e.index < len(forbidden) else \
                     "a forbidden routine"
             shown = self.table.declared.shown(routine)
-            if fn is None:
-                stopped = WorkerStopped("forbidden", import_refusal_message(shown, how))
-            else:
-                stopped = WorkerStopped("forbidden", refusal_message(
-                    fn, shown, how, noun, self.table.declared.explain(routine)))
-            stopped.routines, stopped.noun, stopped.how = [routine], noun, how
-            return stopped
+            message = import_refusal_message(shown, how) if fn is None else refusal_message(
+                fn, shown, how, noun, self.table.declared.explain(routine))
+            return WorkerStopped("forbidden", message, routines=[routine], noun=noun, how=how)
         if e.kind == "unarmed":
             return self._unarmed_stop(UNARMED[e.index])
         what = ESCAPES[e.index]

@@ -160,7 +160,8 @@ def _serve_from_here():
                                 want_grad=bool(header.get("want_grad")), forbidden=[],
                                 api=api, guard=False)
         out: list = []
-        chan.send({"ok": True, "outcome": g["encode_outcome"](outcome, out)}, out)
+        chan.send({"ok": True, "outcome": g["encode_outcome_safely"](outcome, out,
+                                                                     header["fn"])}, out)
 
 
 _serve_from_here()
