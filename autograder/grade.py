@@ -26,6 +26,7 @@ from .runner import (QuestionStopped, failed_everywhere, grade_functions, intern
 from .sandbox import Sandbox, SandboxError
 from .sandbox.session import MalformedReply, WorkerSession, WorkerStopped, forbidden_message
 from .static_scan import ScanResult, scan_source
+from .diagnose.stand_ins import WorkerStandIns
 from .intake.submissions import Submission, UnreadableSubmission, read_submission
 from .memo.tensor_cache import TensorMemo
 from .written import collect as written_collect
@@ -341,9 +342,18 @@ def _grade_submission(assignment: Assignment, path: Path, sandbox: Sandbox,
             log.current = qid
             return env
 
-        result = grade_functions(assignment, shown, env_for_question,
-                                 include_hidden=include_hidden,
-                                 questions=questions, sandbox=sandbox.description)
+        forbidden_of = {fn: tuple(names) for qid, names in schedule
+                        for fn in assignment.question(qid).functions}
+        stand_ins = WorkerStandIns(sandbox, sub.source or "", filename,
+                                   Path(assignment.student_file).stem, list(assignment.api),
+                                   limits, lambda fn: forbidden_of.get(fn, ()), cells=cells,
+                                   schedule=schedule)
+        try:
+            result = grade_functions(assignment, shown, env_for_question,
+                                     include_hidden=include_hidden, questions=questions,
+                                     sandbox=sandbox.description, stand_ins=stand_ins)
+        finally:
+            stand_ins.close()
         if session.malformed is not None:   # even if a question file swallowed the exception
             raise MalformedReply(session.malformed)
         result.notes += in_cell_order(notes + cell_error_notes(loaded.cell_errors, filename))

@@ -176,11 +176,15 @@ def _retarget_messages(assignment: Assignment, q: QuestionResult,
 
 def grade_functions(assignment: Assignment, path: str, env_for_question: Callable[[str], dict],
                     *, include_hidden: bool, questions: list[str] | None = None,
-                    sandbox: str | None = None, error: str | None = None) -> SubmissionResult:
+                    sandbox: str | None = None, error: str | None = None,
+                    stand_ins: Callable | None = None) -> SubmissionResult:
+    """Run every question; `stand_ins`: how diagnosis may run a student's function again with
+    correct helpers in place of theirs (`diagnose.stand_ins`), or None."""
     start = time.monotonic()
     results = {}
     with diagnose.Session(assignment) as diagnosis:
         diagnosis.public_only = not include_hidden
+        diagnosis.stand_ins = stand_ins
         for q in assignment.questions:
             if questions and q.id not in questions:
                 continue

@@ -41,17 +41,25 @@ mistake = catalogue.variant
 # Ways of taking the row maximum. The values agree; the gradients differ on ties (max routes
 # them to one element, amax shares them) and when the maximum is detached. In a right softmax
 # that gradient cancels out; in some mistakes below it does not, so those need all three.
-_ROW_MAX = [lambda x, dim: x.amax(dim=dim, keepdim=True),
-            lambda x, dim: x.max(dim=dim, keepdim=True).values,
-            lambda x, dim: x.amax(dim=dim, keepdim=True).detach()]
+_ROW_MAX = [lambda x, dim, keep: x.amax(dim=dim, keepdim=keep),
+            lambda x, dim, keep: x.max(dim=dim, keepdim=keep).values,
+            lambda x, dim, keep: x.amax(dim=dim, keepdim=keep).detach()]
+# `dim` not passed at all: a default of the student's own (`default`) then decides the axis.
+_NOT_PASSED = object()
 
 
 @catalogue.family("softmax")
-def softmax_family(ref, x, dim=-1, *, shift="row", row_max=0, over="dim", sum_over="dim",
-                   detach_sum=False):
+def softmax_family(ref, x, dim=_NOT_PASSED, *, shift="row", row_max=0, over="dim",
+                   sum_over="dim", detach_sum=False, default=-1, keep_max=True,
+                   keep_sum=True):
+    if dim is _NOT_PASSED:
+        dim = default
+    if dim is None:         # a default of None: every reduction over the whole tensor
+        shift = "global" if shift == "row" else shift
+        sum_over = "all"
     d = -1 if over == "last" else dim
     if shift == "row":
-        m = _ROW_MAX[row_max](x, d)
+        m = _ROW_MAX[row_max](x, d, keep_max)
     elif shift == "global":
         m = x.max()
     elif shift == "min":
@@ -59,7 +67,7 @@ def softmax_family(ref, x, dim=-1, *, shift="row", row_max=0, over="dim", sum_ov
     else:
         m = 0
     e = torch.exp(x - m)
-    s = e.sum() if sum_over == "all" else e.sum(dim=d, keepdim=True)
+    s = e.sum() if sum_over == "all" else e.sum(dim=d, keepdim=keep_sum)
     return e / (s.detach() if detach_sum else s)
 
 
@@ -97,6 +105,29 @@ for _i in range(len(_ROW_MAX)):
     softmax_family.mistake("softmax_detached_sum", alternative=_i, row_max=_i, detach_sum=True)
 softmax_family.mistake("softmax_sum_all", alternative=len(_ROW_MAX), shift="global",
                        sum_over="all")      # everything global
+# A softmax whose own default axis is not the last: right where `dim` is given, wrong where it
+# is left out (below, also in an attention that leaves it out).
+catalogue.describe(
+    "softmax_default_axis", name="softmax's default dimension is not the last one",
+    hint="A call without `dim` must normalise over the last dimension: write `def softmax(x, "
+         "dim=-1)`. A default of None normalises the whole tensor at once, and a fixed index "
+         "such as 0 or 1 is the last dimension for one number of dimensions only; the calls "
+         "that pass `dim` are right already.",
+    leaves_others_right=True)
+_DEFAULTS = [None, 0, 1]
+for _i, _default in enumerate(_DEFAULTS):
+    softmax_family.mistake("softmax_default_axis", alternative=_i, default=_default)
+catalogue.describe(
+    "softmax_no_keepdim",
+    name="the softmax's maximum or sum drops the reduced dimension (no keepdim=True)",
+    hint="`x.max(dim=dim).values` and `e.sum(dim=dim)` remove the dimension they reduce, so "
+         "subtracting or dividing lines the result up with the wrong axis: each row gets "
+         "another row's maximum or sum (or the shapes clash). Keep the dimension: "
+         "`x.amax(dim=dim, keepdim=True)` and `e.sum(dim=dim, keepdim=True)`.")
+for _i, (_keep_max, _keep_sum) in enumerate([(False, True), (True, False), (False, False)]):
+    for _j in range(2):     # amax or max(...).values: their gradients differ on ties
+        softmax_family.mistake("softmax_no_keepdim", alternative=2 * _i + _j, row_max=_j,
+                               keep_max=_keep_max, keep_sum=_keep_sum)
 
 
 # ------------------------------------------------------------------ scaled dot-product attention
@@ -136,7 +167,11 @@ def attention_family(ref, q, k, v, mask=None, *, scale="sqrt_dk", keys="transpos
             scores = scores + mask.to(scores.dtype) * -1e4
         elif masking == "add_bool":         # the boolean mask itself added: +1 where blocked
             scores = scores + mask
-    weights = ref.softmax(scores, dim=dim)
+    if dim is None:     # a softmax over every score at once
+        e = torch.exp(scores - scores.max())
+        weights = e / e.sum()
+    else:
+        weights = ref.softmax(scores, dim=dim)
     if scale_after:
         weights = weights / s
     if mask is not None and masking == "after":
@@ -177,6 +212,12 @@ attention_family.mistake(
     hint="Each query's weights over the keys must sum to 1: softmax over the last dimension "
          "(dim=-1), not dim=-2.")
 attention_family.mistake("weights_wrong_axis", alternative=1, dim=-2, fill=_FINFO_MIN)
+# ... and an attention that calls that softmax without `dim`: its weights normalised the same
+# way (the reference's attention passes `dim`, so the softmax's variant alone leaves it right).
+for _i, _default in enumerate(_DEFAULTS):
+    softmax_family.mistake("softmax_default_axis", alternative=3 + _i, default=_default)
+    attention_family.mistake("softmax_default_axis", alternative=3 + _i, dim=_default)
+
 attention_family.mistake(
     "returns_output_only", returns="output", name="attention returns only the output",
     hint="Return both tensors, in this order: `return output, weights`.")
@@ -397,10 +438,11 @@ for _i, _w in enumerate([("w_q", "w_q", "w_v"), ("w_q", "w_k", "w_k"), ("w_q", "
 
 @catalogue.family("layer_norm")
 def layer_norm_family(ref, x, gamma, beta, eps=1e-5, *, unbiased=False, eps_outside=False,
-                      eps_used="given", over="last", stats_grad=True):
+                      eps_used="given", over="last", stats_grad=True, keep_mean=True,
+                      keep_var=True):
     """The reference layer norm with knobs: the variance, where eps goes (and which eps: the
-    one given, a fixed 1e-5, or none), the dimensions the statistics are taken over, and
-    whether gradients flow through them."""
+    one given, a fixed 1e-5, or none), the dimensions the statistics are taken over, whether
+    gradients flow through them, and whether the mean and the variance keep their dimension."""
     eps = {"given": eps, "fixed": 1e-5, "none": 0.0}[eps_used]
     dims = {"last": (-1,), "tokens": (-2,), "batch": (0,),
             "all": tuple(range(x.ndim))}[over]
@@ -408,6 +450,10 @@ def layer_norm_family(ref, x, gamma, beta, eps=1e-5, *, unbiased=False, eps_outs
         mean = x.mean(dim=dims, keepdim=True)
         var = x.var(dim=dims, keepdim=True, unbiased=True) if unbiased else \
             ((x - mean) ** 2).mean(dim=dims, keepdim=True)
+        if not keep_var:
+            var = var.squeeze(dims)
+        if not keep_mean:
+            mean = mean.squeeze(dims)
     std = torch.sqrt(var) + eps if eps_outside else torch.sqrt(var + eps)
     return (x - mean) / std * gamma + beta
 
@@ -438,6 +484,16 @@ layer_norm_family.mistake(
          "dimension (`dim=-1, keepdim=True`), not over the tokens (dim=-2 or 1) or the batch "
          "(dim=0).")
 layer_norm_family.mistake("layer_norm_wrong_axis", alternative=1, over="batch")
+catalogue.describe(
+    "layer_norm_no_keepdim",
+    name="layer norm statistics without keepdim=True",
+    hint="`x.mean(dim=-1)` and `x.var(dim=-1)` remove the last dimension, so (..., T) "
+         "statistics meet (..., T, d) values along the wrong axis: each token gets another "
+         "token's mean or variance (or the shapes clash). Keep the dimension: "
+         "`x.mean(dim=-1, keepdim=True)`, `x.var(dim=-1, keepdim=True, unbiased=False)`.")
+for _i, (_keep_mean, _keep_var) in enumerate([(True, False), (False, True), (False, False)]):
+    layer_norm_family.mistake("layer_norm_no_keepdim", alternative=_i, keep_mean=_keep_mean,
+                              keep_var=_keep_var)
 layer_norm_family.mistake(
     "stats_without_grad", stats_grad=False, name="layer norm statistics computed without gradient",
     hint="The mean and variance depend on x, so gradients must flow through them: do not "

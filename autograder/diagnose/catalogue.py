@@ -46,6 +46,10 @@ class Mistake:
     # For a variant the search for several causes builds: the (mistake id, alternative) pairs
     # it combines, which name its outcome in the table the student bundle ships (`sources`).
     parts: tuple[tuple[str, int], ...] = ()
+    # The mistake changes some calls only (those leaving an argument to its default) and its
+    # hint says the others are right: a failing check that its variant leaves right
+    # contradicts it (`variants.contradicted`).
+    leaves_others_right: bool = False
 
     def text(self) -> str:
         """The line shown next to a failing case."""
@@ -129,9 +133,15 @@ class Catalogue:
         returned `Family` registers mistakes as settings of those knobs."""
         return lambda impl: Family(self, function, impl)
 
-    def describe(self, id: str, *, name: str, hint: str) -> Mistake:
-        """Name a mistake whose variants are registered without a name (e.g. in a loop)."""
-        return self._entry(id, name, hint, None)
+    def describe(self, id: str, *, name: str, hint: str,
+                 leaves_others_right: bool = False) -> Mistake:
+        """Name a mistake whose variants are registered without a name (e.g. in a loop).
+        `leaves_others_right`: its variants change only some calls (those that leave an
+        argument to its default) and its hint says the others are right, so a failing check
+        that a variant leaves right rules that variant out."""
+        m = self._entry(id, name, hint, None)
+        m.leaves_others_right = leaves_others_right
+        return m
 
     def rule(self, id: str, *, name: str, hint: str, when: Predicate,
              functions: Iterable[str] | None = None,

@@ -223,9 +223,27 @@ def _holds(predicate: Predicate, ev: Evidence) -> bool:
         return False
 
 
+def contradicted(runner: _Runner, mistake: Mistake, index: int,
+                 failed: dict[str, list[CheckRecord]]) -> bool:
+    """For a mistake that `leaves_others_right`: some failing check of a function its variant
+    replaces is one the variant computes right (within the tolerances), so the student's
+    function fails where that mistake would not."""
+    if not mistake.leaves_others_right:
+        return False
+    for function in mistake.alternatives[index]:
+        for r in failed.get(function, []):
+            out = runner.outcome(mistake, index, r, grads=False)
+            if out is not None and r.far > 1.0 and \
+                    distance(r.expected, out, r.tolerance, 1.0, grads=False) <= 1.0:
+                return True
+    return False
+
+
 def find_matches(runner: _Runner, record: CheckRecord,
-                 passed: dict[str, list[CheckRecord]] | None = None) -> list[Mistake]:
-    """Every known mistake that explains this failing check (the caller wants exactly one)."""
+                 passed: dict[str, list[CheckRecord]] | None = None,
+                 failed: dict[str, list[CheckRecord]] | None = None) -> list[Mistake]:
+    """Every known mistake that explains this failing check (the caller wants exactly one).
+    `failed`: the submission's failing checks by function (see `contradicted`)."""
     got = record.got
     if got.get("status") in ("not_implemented", "memory"):
         return []
@@ -244,6 +262,7 @@ def find_matches(runner: _Runner, record: CheckRecord,
             if not any(runner.affects(alt, record.function)
                        and runner.explains(m, i, record, first.get((m.id, i)))
                        and runner.consistent(m, i, passed)
+                       and not contradicted(runner, m, i, failed or {})
                        for i, alt in enumerate(m.alternatives)):
                 continue
         elif m.functions is not None and record.function not in m.functions:
