@@ -243,6 +243,13 @@ def with_written_answers(assignment: Assignment, result: SubmissionResult,
     return result
 
 
+def _code_of(sub: Submission, cells: list[tuple[int, str]] | None) -> str:
+    """The student's code as diagnosis reads it: the file, or a notebook's cells that run."""
+    if cells is not None:
+        return "\n\n".join(source for _, source in cells)
+    return sub.source or ""
+
+
 def report_internal_error(shown: str, error: BaseException) -> None:
     """Tell the instructor, on stderr, where the grader failed (the row says only that): the
     exception and the innermost frames, on one line each."""
@@ -351,7 +358,8 @@ def _grade_submission(assignment: Assignment, path: Path, sandbox: Sandbox,
         try:
             result = grade_functions(assignment, shown, env_for_question,
                                      include_hidden=include_hidden, questions=questions,
-                                     sandbox=sandbox.description, stand_ins=stand_ins)
+                                     sandbox=sandbox.description, stand_ins=stand_ins,
+                                     source=_code_of(sub, cells))
         finally:
             stand_ins.close()
         if session.malformed is not None:   # even if a question file swallowed the exception
@@ -408,7 +416,8 @@ def check_in_process(assignment: Assignment, path: Path,
             assignment, shown, status, message, include_hidden=False), sub)
     env = student_env(assignment, module)
     result = _unchecked_note(grade_functions(assignment, shown, lambda q: env,
-                                             include_hidden=False, questions=questions))
+                                             include_hidden=False, questions=questions,
+                                             source=source))
     return with_written_answers(assignment, result, sub, _module_texts(assignment, module),
                                 questions)
 
@@ -447,7 +456,7 @@ def _check_notebook_in_process(assignment: Assignment, path: Path, sub: Submissi
     module, errors = load_student_cells(cells, path.name, Path(assignment.student_file).stem)
     env = student_env(assignment, module)
     result = grade_functions(assignment, str(path), lambda q: env, include_hidden=False,
-                             questions=questions)
+                             questions=questions, source=_code_of(sub, cells))
     result.notes += in_cell_order(sub.notes + notes + cell_error_notes(errors, path.name))
     return with_written_answers(assignment, _unchecked_note(result), sub,
                                 _module_texts(assignment, module), questions)

@@ -177,14 +177,17 @@ def _retarget_messages(assignment: Assignment, q: QuestionResult,
 def grade_functions(assignment: Assignment, path: str, env_for_question: Callable[[str], dict],
                     *, include_hidden: bool, questions: list[str] | None = None,
                     sandbox: str | None = None, error: str | None = None,
-                    stand_ins: Callable | None = None) -> SubmissionResult:
+                    stand_ins: Callable | None = None,
+                    source: str | None = None) -> SubmissionResult:
     """Run every question; `stand_ins`: how diagnosis may run a student's function again with
-    correct helpers in place of theirs (`diagnose.stand_ins`), or None."""
+    correct helpers in place of theirs (`diagnose.stand_ins`), or None; `source`: the
+    student's source, which diagnosis reads for the constructs some mistakes are made with."""
     start = time.monotonic()
     results = {}
     with diagnose.Session(assignment) as diagnosis:
         diagnosis.public_only = not include_hidden
         diagnosis.stand_ins = stand_ins
+        diagnosis.source = source
         for q in assignment.questions:
             if questions and q.id not in questions:
                 continue

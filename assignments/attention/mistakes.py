@@ -33,6 +33,14 @@ from autograder.diagnose import (Catalogue, all_of, any_of, axis_detail, changed
 catalogue = Catalogue()
 mistake = catalogue.variant
 
+# The code constructs some mistakes are made with (regular expressions on the student's code,
+# comments and strings left out): without one in the code a case runs, the mistake is named
+# only where its variant reproduces the outcome exactly (a rule: never).
+_DOT_T = r"\.T\b|\.t\(\s*\)"
+_FILL_1E4 = r"\b1(\.0*)?e\+?0*4\b|\b10_?000(\.0*)?\b"
+_FLOAT32 = (r"float32|\.float\(|FloatTensor|\.half\(|float16|bfloat16|\.to\(|\.type\("
+            r"|\.numpy\(|tolist\(|\btensor\(|as_tensor\(|from_numpy\(|\b(zeros|ones|empty|full)\(")
+
 
 # ------------------------------------------------------------------ softmax
 # One softmax with knobs: each mistake below turns some of them, and mistakes that turn
@@ -203,7 +211,7 @@ attention_family.mistake(
     hint="Dividing the weights instead of the scores leaves rows that sum to 1/sqrt(d_k). "
          "Divide q @ k^T by `math.sqrt(d_k)` before the softmax.")
 attention_family.mistake(
-    "key_dot_T", keys="T", name="keys transposed with k.T",
+    "key_dot_T", keys="T", construct=_DOT_T, name="keys transposed with k.T",
     hint="`.T` reverses every dimension, so it only works for 2-D tensors. Swap the last "
          "two with `k.transpose(-2, -1)`.")
 attention_family.mistake(
@@ -263,7 +271,7 @@ attention_family.mistake(
     hint="exp(0) = 1, so blocked positions still get weight. Fill them with `float('-inf')` "
          "(or a very negative number) before the softmax.")
 attention_family.mistake(
-    "mask_fill_too_small", fill=-1e4,
+    "mask_fill_too_small", fill=-1e4, construct=_FILL_1E4,
     name="blocked scores filled with -1e4, which large scores outweigh",
     hint="A finite fill only blocks when it is far below every real score: with scores of "
          "size 1e4 a blocked position filled with (or shifted by) -1e4 still gets weight. "
@@ -584,6 +592,7 @@ catalogue.rule(
 
 catalogue.rule(
     "float32_cast", when=any_of(lowered_precision, mixed_precision_error, computed_in_float32),
+    construct=_FLOAT32,
     name="float64 inputs converted to float32",
     hint="Keep the input's dtype: no `.float()` or `dtype=torch.float32` on the inputs (casting "
          "the result back to float64 does not bring the lost digits back); new tensors can "
@@ -591,6 +600,7 @@ catalogue.rule(
 
 catalogue.rule(
     "float32_rounding", when=all_of(float32_rounding, not_(computed_in_float32)),
+    construct=_FLOAT32,
     name="float32 rounding inside float64 maths",
     hint="Your float64 result carries float32 rounding: a float32 constant or cast entered the "
          "computation, e.g. `torch.tensor(d_k)` or `torch.FloatTensor([d])` (both float32). "

@@ -19,6 +19,14 @@ from autograder.diagnose import (Catalogue, all_of, axis_detail, changed_input,
 
 catalogue = Catalogue()
 
+# The code constructs some mistakes are made with (regular expressions on the student's code,
+# comments and strings left out): without one in the code a case runs, the mistake is named
+# only where its variant reproduces the outcome exactly (a rule: never).
+_DOT_T = r"\.T\b|\.transpose\(\s*\)|\btranspose\(\s*\w+\s*\)"
+_FILL_1E4 = r"\b1(\.0*)?e\+?0*4\b|\b10_?000(\.0*)?\b"
+_FLOAT32 = (r"float32|float16|single|half|astype|asarray\(|\barray\(|\bdtype\b"
+            r"|\b(zeros|ones|empty|full)\(")
+
 
 def _swap(a):
     return np.swapaxes(a, -2, -1)
@@ -159,7 +167,7 @@ attention_family.mistake(
     hint="Dividing the weights instead of the scores leaves rows that sum to 1/sqrt(d_k). "
          "Divide q @ k^T by `math.sqrt(d_k)` before the softmax.")
 attention_family.mistake(
-    "key_dot_T", keys="T", name="keys transposed with k.T",
+    "key_dot_T", keys="T", construct=_DOT_T, name="keys transposed with k.T",
     hint="`.T` reverses every axis, so it only works for 2-D arrays. Swap the last two with "
          "`np.swapaxes(k, -2, -1)`.")
 attention_family.mistake(
@@ -217,7 +225,7 @@ attention_family.mistake(
     hint="exp(0) = 1, so blocked positions still get weight. Set them to `-np.inf` (or a very "
          "negative number) before the softmax: `np.where(mask, -np.inf, scores)`.")
 attention_family.mistake(
-    "mask_fill_too_small", fill=-1e4,
+    "mask_fill_too_small", fill=-1e4, construct=_FILL_1E4,
     name="blocked scores filled with -1e4, which large scores outweigh",
     hint="A finite fill only blocks when it is far below every real score: with scores of "
          "size 1e4 a blocked position filled with (or shifted by) -1e4 still gets weight. "
@@ -507,7 +515,7 @@ block_family.mistake(
 # ------------------------------------------------------------------ any function
 
 catalogue.rule(
-    "float32_cast", when=lowered_precision,
+    "float32_cast", when=lowered_precision, construct=_FLOAT32,
     name="float64 inputs converted to float32",
     hint="Keep the input's dtype: no `.astype(np.float32)` or `dtype=np.float32`; new arrays "
          "can take `dtype=x.dtype`.")

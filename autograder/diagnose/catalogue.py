@@ -50,6 +50,10 @@ class Mistake:
     # hint says the others are right: a failing check that its variant leaves right
     # contradicts it (`variants.contradicted`).
     leaves_others_right: bool = False
+    # A regular expression for the code construct the mistake is made with (`.T`, a float32
+    # cast, a fill of -1e4), or None: without it in the code a case runs, the mistake is named
+    # only where its variant reproduces the outcome exactly (`constructs`).
+    construct: str | None = None
 
     def text(self) -> str:
         """The line shown next to a failing case."""
@@ -75,11 +79,12 @@ class Family:
 
     def mistake(self, id: str, *, name: str | None = None, hint: str | None = None,
                 when: Predicate | None = None, alternative: int = 0,
-                questions: Iterable[str] | None = None, **settings) -> Mistake:
+                questions: Iterable[str] | None = None, construct: str | None = None,
+                **settings) -> Mistake:
         """Register the mistake `id` as this family with `settings`."""
         self.catalogue.variant(id, self.function, name=name, hint=hint, when=when,
-                               alternative=alternative, questions=questions)(
-            self.bind(settings))
+                               alternative=alternative, questions=questions,
+                               construct=construct)(self.bind(settings))
         m = self.catalogue.mistakes[id]
         m.settings[alternative] = (self, dict(settings))
         return m
@@ -92,7 +97,7 @@ class Catalogue:
         self.mistakes: dict[str, Mistake] = {}
 
     def _entry(self, id: str, name: str | None, hint: str | None,
-               questions: Iterable[str] | None) -> Mistake:
+               questions: Iterable[str] | None, construct: str | None = None) -> Mistake:
         if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", id or ""):
             raise ValueError(f"mistake id {id!r}: use letters, digits and _")
         m = self.mistakes.setdefault(id, Mistake(id))
@@ -102,18 +107,23 @@ class Catalogue:
             m.hint = hint.strip()
         if questions:
             m.questions = tuple(questions)
+        if construct:
+            re.compile(construct)
+            m.construct = construct
         return m
 
     def variant(self, id: str, function: str, *, name: str | None = None,
                 hint: str | None = None, when: Predicate | None = None, alternative: int = 0,
-                questions: Iterable[str] | None = None) -> Callable:
+                questions: Iterable[str] | None = None,
+                construct: str | None = None) -> Callable:
         """Decorator: `impl(ref, *args, **kwargs)` is `function` as this mistake computes it.
 
         Register several functions under one id (with the same `alternative`) for a mistake that
         spans them, e.g. a split and the merge that mirrors it; give another `alternative` number
         for another way of making the same mistake. `name` and `hint` are needed once per id.
+        `construct`: a regular expression for the code the mistake is written with (`Mistake`).
         """
-        m = self._entry(id, name, hint, questions)
+        m = self._entry(id, name, hint, questions, construct)
 
         def register(impl: Callable) -> Callable:
             while len(m.alternatives) <= alternative:
@@ -145,9 +155,10 @@ class Catalogue:
 
     def rule(self, id: str, *, name: str, hint: str, when: Predicate,
              functions: Iterable[str] | None = None,
-             questions: Iterable[str] | None = None) -> Mistake:
-        """A mistake recognised from what the outcome shows, with no variant to run."""
-        m = self._entry(id, name, hint, questions)
+             questions: Iterable[str] | None = None, construct: str | None = None) -> Mistake:
+        """A mistake recognised from what the outcome shows, with no variant to run; with a
+        `construct`, named only where the code holds it (a rule reproduces nothing)."""
+        m = self._entry(id, name, hint, questions, construct)
         m.when = when
         m.functions = tuple(functions) if functions else None
         return m

@@ -15,6 +15,7 @@ from .catalogue import catalogue_for
 from .fallback import decide
 from .sources import OutcomeUnknown, ReferenceVariants, ShippedVariants
 from .stand_ins import name_past_helpers
+from .constructs import code_for
 from .symptoms import output_matches_reference
 from .table import load_table
 from .variants import CheckRecord, _Runner, find_matches
@@ -40,6 +41,9 @@ class Session:
         self.stand_ins = None
         self.reruns = 0         # cases run again that way (for the cost figures)
         self.failed_by_function: dict[str, list[CheckRecord]] = {}
+        # The student's source, read (never run) for the constructs some mistakes are made
+        # with (`constructs`); None: not known, no construct required.
+        self.source: str | None = None
 
     def __enter__(self) -> "Session":
         self._previous = getattr(_state, "session", None)
@@ -78,7 +82,8 @@ class Session:
             where = (record.got.get("error") or {}).get("function")
             helper = self._records(where) if where and where != record.function else []
             try:
-                found = find_matches(runner, record, self.passed, self.failed_by_function)
+                found = find_matches(runner, record, self.passed, self.failed_by_function,
+                                     code_for(self.source, record.function))
                 found_here = decide(runner, record, found, self.passed, others, helper, named)
             except OutcomeUnknown:
                 continue    # the shipped table cannot settle this case: no name, not a guess

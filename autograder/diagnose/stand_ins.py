@@ -29,6 +29,7 @@ import numpy as np
 
 from ..memo.fingerprint import call_digest
 from ..sandbox.execute import iter_arrays
+from .constructs import code_for
 from .sources import OutcomeUnknown
 
 # The function added to the copy of the student's file. Its names are positional-only, so that
@@ -301,7 +302,8 @@ def name_past_helpers(runner: Any, session: Any, questions: dict,
             others = list(session.passed.get(rerun.function, [])) + reruns[rerun.function]
             try:
                 found = find_matches(runner, rerun, session.passed,
-                                     session.failed_by_function)
+                                     session.failed_by_function,
+                                     code_for(session.source, rerun.function))
                 own = decide(runner, rerun, found, session.passed, others, [], {})
             except OutcomeUnknown:
                 own = None

@@ -15,6 +15,7 @@ from ..assignment import Assignment
 from ..checks import finite_float64, tolerance_for
 from ..memo.fingerprint import call_digest
 from .catalogue import Catalogue, Mistake
+from .constructs import has_construct
 from .sources import OutcomeUnknown, VariantSource
 from .symptoms import CLOSER, INF, Evidence, Predicate, distance, explains
 
@@ -239,11 +240,26 @@ def contradicted(runner: _Runner, mistake: Mistake, index: int,
     return False
 
 
+def reproduces_exactly(runner: _Runner, mistake: Mistake, record: CheckRecord) -> bool:
+    """Some alternative of the mistake gives the student's outcome, a call that ran, within
+    the tolerances: evidence that nothing but that mistake makes (`constructs`)."""
+    if record.got.get("status") != "ok":
+        return False
+    for i, alt in enumerate(mistake.alternatives):
+        if runner.affects(alt, record.function):
+            out = runner.outcome(mistake, i, record)
+            if out is not None and distance(out, record.got, record.tolerance, 1.0) <= 1.0:
+                return True
+    return False
+
+
 def find_matches(runner: _Runner, record: CheckRecord,
                  passed: dict[str, list[CheckRecord]] | None = None,
-                 failed: dict[str, list[CheckRecord]] | None = None) -> list[Mistake]:
+                 failed: dict[str, list[CheckRecord]] | None = None,
+                 code: str | None = None) -> list[Mistake]:
     """Every known mistake that explains this failing check (the caller wants exactly one).
-    `failed`: the submission's failing checks by function (see `contradicted`)."""
+    `failed`: the submission's failing checks by function (see `contradicted`); `code`: the
+    student's code this check runs (`constructs.code_for`), None when unknown."""
     got = record.got
     if got.get("status") in ("not_implemented", "memory"):
         return []
@@ -269,5 +285,8 @@ def find_matches(runner: _Runner, record: CheckRecord,
             continue
         if m.when is not None and not _holds(m.when, ev):
             continue
+        if m.construct and not has_construct(m.construct, code) \
+                and not reproduces_exactly(runner, m, record):
+            continue    # the code has no such construct, and the evidence could be another's
         found.append(m)
     return found

@@ -6,7 +6,7 @@ from autograder.cases import Question, block_params, future_mask, randn, snapsho
 OK_FORMAT = False
 
 name = "block"
-points = 8
+points = 9
 
 q = Question(name, forbidden=["torch.nn.functional.layer_norm", "torch.layer_norm",
                               "autograd.NativeLayerNormBackward0"],
@@ -48,6 +48,14 @@ def block_causal(transformer_block):
     q.check("transformer_block", transformer_block, x,
             block_params(8, 16, seed=621), 2, mask=future_mask(3),
             expected=snapshot("block_causal"))
+
+
+@test_case(name="block: the same 3 tokens as a batch of one sequence", points=1, hidden=False)
+def block_batch_of_one(transformer_block):
+    """The first block case's x as a batch of one, (1, 3, 8): the block keeps that shape."""
+    x = randn(3, 8, seed=600)[None]
+    q.check("transformer_block", transformer_block, x, block_params(8, 16, seed=601), 2,
+            expected=snapshot("block_batch_of_one"))
 
 
 @test_case(name="layer_norm, float64 with batch dimensions", points=1, hidden=True)

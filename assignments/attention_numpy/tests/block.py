@@ -7,7 +7,7 @@ from autograder.cases import (Question, array, block_params, future_mask, randn,
 OK_FORMAT = False
 
 name = "block"
-points = 8
+points = 9
 
 # NumPy has no layer norm to forbid; torch's, for a student who converts to tensors and back.
 q = Question(name, forbidden=["torch.nn.functional.layer_norm", "torch.layer_norm"],
@@ -53,6 +53,14 @@ def block_causal(transformer_block):
     q.check("transformer_block", transformer_block, x,
             to_numpy(block_params(8, 16, seed=1621)), 2, mask=to_numpy(future_mask(3)),
             expected=snapshot("block_causal"))
+
+
+@test_case(name="block: the same 3 tokens as a batch of one sequence", points=1, hidden=False)
+def block_batch_of_one(transformer_block):
+    """The first block case's x as a batch of one, (1, 3, 8): the block keeps that shape."""
+    x = rand(3, 8, seed=1600)[None]
+    q.check("transformer_block", transformer_block, x, to_numpy(block_params(8, 16, seed=1601)),
+            2, expected=snapshot("block_batch_of_one"))
 
 
 @test_case(name="layer_norm, float64 with batch dimensions", points=1, hidden=True)

@@ -1,4 +1,5 @@
 """Question mask (NumPy track): the causal mask, and attention that respects a mask."""
+import numpy as np
 from otter.test_files import test_case
 
 from autograder.cases import (Question, array, future_mask, random_mask, randn, snapshot,
@@ -8,7 +9,7 @@ from autograder.checks import rows_sum_to_one, zero_where
 OK_FORMAT = False
 
 name = "mask"
-points = 7
+points = 8
 
 q = Question(name, forbidden=["torch.nn.functional.scaled_dot_product_attention"],
              shape_hint="the scores are (..., Tq, Tk) and Tq != Tk in some cases; the mask "
@@ -47,6 +48,27 @@ def masked_scores_1e4(scaled_dot_product_attention):
     q.check("scaled_dot_product_attention", scaled_dot_product_attention, qs, ks, vs, mask=mask,
             expected=snapshot("masked_scores_1e4"), props=[weights_sum, zero_where(mask, 1)],
             large_inputs=True)
+
+
+def lesson_heads():
+    """The lesson's multi-head example: rng = default_rng(0), X8 (3 tokens, d_model 8), then Wq,
+    Wk, Wv; Q, K and V split into 2 heads of 4 the lesson's way, each (2, 3, 4)."""
+    rng = np.random.default_rng(0)
+    x8 = rng.normal(size=(3, 8))
+    ws = [rng.normal(size=(8, 8)) for _ in range(3)]
+    return tuple((x8 @ w).reshape(3, 2, 4).transpose(1, 0, 2).copy() for w in ws)
+
+
+@test_case(name="lesson: the two heads of the multi-head example, causally masked", points=1,
+           hidden=False)
+def lesson_two_heads_causal(scaled_dot_product_attention):
+    """The lesson's per-head Q, K and V (2, 3, 4) under its (3, 3) causal mask, which
+    broadcasts over the heads: each head's weights are lower-triangular."""
+    qs, ks, vs = lesson_heads()
+    mask = to_numpy(future_mask(3))
+    q.check("scaled_dot_product_attention", scaled_dot_product_attention, qs, ks, vs, mask=mask,
+            expected=snapshot("lesson_two_heads_causal"),
+            props=[weights_sum, zero_where(mask, 1)])
 
 
 @test_case(name="causal_mask of other sizes", points=1, hidden=True)
