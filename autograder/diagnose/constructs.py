@@ -39,23 +39,19 @@ def _code_only(text: str) -> str:
     return "".join("".join(line) for line in lines)
 
 
-@lru_cache(maxsize=64)
-def reach_code(source: str) -> dict[str, str] | None:
-    """{top-level function or class name: its code and that of everything it names at the top
-    level, transitively}, comments and strings left out; None when the source does not parse
-    (then the whole file counts, `code_for`)."""
+@lru_cache(maxsize=16)
+def _reach(source: str) -> tuple[str, dict[str, tuple[int, int]], dict[str, set[str]]] | None:
+    """(the source without comments and strings, {top-level function or class: its lines},
+    {name: the top-level names it reaches, itself included}); None when it does not parse."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     top = {n.name: n for n in tree.body
            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
-    own = {name: _code_only(ast.get_source_segment(source, node) or "")
-           for name, node in top.items()}
     names = {name: {x.id for x in ast.walk(node) if isinstance(x, ast.Name) and x.id in top}
              for name, node in top.items()}
-    # Module-level assignments of those names (`__call__ = forward`, aliases) count with them.
-    out = {}
+    reach = {}
     for name in top:
         seen, todo = {name}, [name]
         while todo:
@@ -63,19 +59,27 @@ def reach_code(source: str) -> dict[str, str] | None:
                 if callee not in seen:
                     seen.add(callee)
                     todo.append(callee)
-        out[name] = "\n".join(own[n] for n in sorted(seen))
-    return out
+        reach[name] = seen
+    lines = {name: (node.lineno, node.end_lineno or node.lineno) for name, node in top.items()}
+    return _code_only(source), lines, reach
 
 
+@lru_cache(maxsize=256)
 def code_for(source: str | None, function: str) -> str | None:
-    """The code a call of the student's `function` may run, or None when unknown (no source:
-    no construct is then required). A source that does not parse counts whole."""
+    """The code a call of the student's `function` may run: its own and that of every
+    top-level function or class it names, transitively, comments and strings left out; None
+    when unknown (no source: no construct is then required). A source that does not parse, or
+    a function it does not define at the top level, counts whole."""
     if source is None:
         return None
-    reach = reach_code(source)
-    if reach is None:
+    found = _reach(source)
+    if found is None:
         return _code_only(source)
-    return reach.get(function, _code_only(source))
+    code, lines, reach = found
+    if function not in reach:
+        return code
+    rows = code.splitlines()
+    return "\n".join("\n".join(rows[lines[n][0] - 1:lines[n][1]]) for n in sorted(reach[function]))
 
 
 def has_construct(pattern: str, code: str | None) -> bool:

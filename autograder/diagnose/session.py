@@ -83,7 +83,7 @@ class Session:
             helper = self._records(where) if where and where != record.function else []
             try:
                 found = find_matches(runner, record, self.passed, self.failed_by_function,
-                                     code_for(self.source, record.function))
+                                     self.code(record.function))
                 found_here = decide(runner, record, found, self.passed, others, helper, named)
             except OutcomeUnknown:
                 continue    # the shipped table cannot settle this case: no name, not a guess
@@ -122,6 +122,13 @@ class Session:
                     _warned.add(key)
                     print(f"autograder: ordering the named causes failed: {key}",
                           file=sys.stderr)
+
+    def code(self, function: str):
+        """What gives the student's code a call of `function` runs (read only when a mistake
+        tied to a construct fits), or None when the source is not known."""
+        if self.source is None:
+            return None
+        return lambda: code_for(self.source, function)
 
     def _records(self, function: str) -> list[CheckRecord]:
         """Every check of `function` in this submission, passed and failed."""

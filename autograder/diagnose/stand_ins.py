@@ -29,7 +29,6 @@ import numpy as np
 
 from ..memo.fingerprint import call_digest
 from ..sandbox.execute import iter_arrays
-from .constructs import code_for
 from .sources import OutcomeUnknown
 
 # The function added to the copy of the student's file. Its names are positional-only, so that
@@ -202,9 +201,11 @@ class WorkerStandIns:
     def __init__(self, sandbox: Any, source: str, filename: str, module: str, api: list[str],
                  limits: Any, forbidden: Callable[[str], list[str]],
                  cells: list[tuple[int, str]] | None = None,
-                 schedule: list[tuple[str, tuple[str, ...]]] | None = None):
+                 schedule: list[tuple[str, tuple[str, ...]]] | None = None,
+                 memo: Any = None):
         self._make = dict(sandbox=sandbox, source=source + SOURCE, filename=filename,
-                          module=module, api=list(api), limits=limits, schedule=schedule)
+                          module=module, api=list(api), limits=limits, schedule=schedule,
+                          memo=memo)
         if cells is not None:
             last = max((n for n, _ in cells), default=0)
             self._make["cells"] = list(cells) + [(last + 1, SOURCE)]
@@ -224,6 +225,7 @@ class WorkerStandIns:
                 loaded = self._session.start()
                 if not loaded.ok:
                     raise WorkerStopped("error", "the copy did not import")
+            self._session.begin_question()
             return self._session.call(ENTRY, (function, list(replaced), as_plain(results),
                                               *args), kwargs, upstream=None, want_grad=False,
                                       forbidden=list(self._forbidden(function)))
@@ -302,8 +304,7 @@ def name_past_helpers(runner: Any, session: Any, questions: dict,
             others = list(session.passed.get(rerun.function, [])) + reruns[rerun.function]
             try:
                 found = find_matches(runner, rerun, session.passed,
-                                     session.failed_by_function,
-                                     code_for(session.source, rerun.function))
+                                     session.failed_by_function, session.code(rerun.function))
                 own = decide(runner, rerun, found, session.passed, others, [], {})
             except OutcomeUnknown:
                 own = None

@@ -256,10 +256,11 @@ def reproduces_exactly(runner: _Runner, mistake: Mistake, record: CheckRecord) -
 def find_matches(runner: _Runner, record: CheckRecord,
                  passed: dict[str, list[CheckRecord]] | None = None,
                  failed: dict[str, list[CheckRecord]] | None = None,
-                 code: str | None = None) -> list[Mistake]:
+                 code: Callable[[], str | None] | None = None) -> list[Mistake]:
     """Every known mistake that explains this failing check (the caller wants exactly one).
-    `failed`: the submission's failing checks by function (see `contradicted`); `code`: the
-    student's code this check runs (`constructs.code_for`), None when unknown."""
+    `failed`: the submission's failing checks by function (see `contradicted`); `code`: gives
+    the student's code this check runs (`constructs.code_for`; asked only when a mistake tied
+    to a construct fits), None when unknown."""
     got = record.got
     if got.get("status") in ("not_implemented", "memory"):
         return []
@@ -285,7 +286,7 @@ def find_matches(runner: _Runner, record: CheckRecord,
             continue
         if m.when is not None and not _holds(m.when, ev):
             continue
-        if m.construct and not has_construct(m.construct, code) \
+        if m.construct and code is not None and not has_construct(m.construct, code()) \
                 and not reproduces_exactly(runner, m, record):
             continue    # the code has no such construct, and the evidence could be another's
         found.append(m)
