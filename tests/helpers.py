@@ -26,10 +26,10 @@ GRADED = (0, 4)
 WRITTEN = ["why_scale", "why_causal_mask", "why_positions", "why_quadratic"]
 WRITTEN_POINTS = {"why_scale": 3, "why_causal_mask": 3, "why_positions": 2, "why_quadratic": 2}
 WRITTEN_MAX = sum(WRITTEN_POINTS.values())
-# The torch track's autograded points: 22 hidden cases and 20 public ones (the public cases
+# The torch track's autograded points: 22 hidden cases and 25 public ones (the public cases
 # catch every catalogued mistake; docs/naming-mistakes.md).
-AUTOGRADED_MAX = 42
-PUBLIC_MAX = 20
+AUTOGRADED_MAX = 47
+PUBLIC_MAX = 25
 MAX_SCORE = AUTOGRADED_MAX + WRITTEN_MAX
 
 
