@@ -163,8 +163,8 @@ def decide(runner: "_Runner", record: "CheckRecord", found: list[Mistake], passe
         exact = [m for m in found if m.alternatives and _within_tolerance(runner, m, record)]
         if len(exact) == 1:
             return Named([exact[0].id], exact[0].text())
-        # Still several (a softmax over axis 0 of a 2-D score table is both a softmax whose
-        # default axis is 0 and an attention normalising over the queries): the one already
+        # Still several (a normalisation over axis 0 of a 2-D table is both a helper whose
+        # default axis is 0 and a caller normalising along the wrong axis): the one already
         # named on the cases of a helper this function calls, if only one is, is the student's
         # own helper carrying its mistake here.
         helpers = runner.calls.get(record.function, frozenset()) - {record.function}

@@ -277,3 +277,31 @@ def test_a_softmax_fixed_to_one_axis_is_not_told_its_default_is_wrong(grade):
     result = grade(REALWORLD / "softmax_axis_one.py")
     named = {m for c in result.questions["softmax"].cases for m in (c.diagnosis or [])}
     assert named and "softmax_default_axis" not in named, named
+
+
+def _shaped(ndim: int, out_shape: tuple, want_shape: tuple, far: float):
+    from types import SimpleNamespace
+    return SimpleNamespace(args=(torch.zeros((2,) * ndim),), kwargs={}, far=far,
+                           got={"status": "ok", "output": torch.zeros(out_shape)},
+                           expected={"output": torch.zeros(want_shape)})
+
+
+def test_a_wrong_shape_is_fixed_rank_only_where_another_rank_passes_and_none_of_its_own():
+    from autograder.diagnose import fixed_rank, fixed_rank_detail
+    from autograder.diagnose.fallback import CaseEvidence
+
+    def ev(me, *others):
+        return CaseEvidence("q", "f", me.args, me.kwargs, me.expected, me.got, False, {},
+                            others=(me, *others))
+
+    wrong = _shaped(2, (6, 8, 1, 64), (8, 6, 64), float("inf"))
+    batched = _shaped(3, (2, 8, 6, 64), (2, 8, 6, 64), 0.0)
+    assert fixed_rank(ev(wrong, batched))
+    assert "returns a wrong shape on 2-D inputs, without an error, and passes on 3-D ones" \
+        in fixed_rank_detail(ev(wrong, batched))
+    assert not fixed_rank(ev(wrong))                       # no rank passes: no claim
+    # A case of the same rank with the right shape: the shape is not about the rank.
+    right_shape = _shaped(2, (8, 6, 64), (8, 6, 64), 50.0)
+    assert not fixed_rank(ev(wrong, batched, right_shape))
+    # The right shape with wrong values is another rule's business.
+    assert not fixed_rank(ev(right_shape, batched))
