@@ -196,13 +196,16 @@ class WorkerStandIns:
     """`Runs` in the sandbox, for the instructor's grade: a worker of the diagnosis's own,
     importing a copy of the student's file with `SOURCE` added (as a last cell of a notebook),
     started on first use and armed as the function's question is (`forbidden`). Its time
-    limits are its own: grading is over when it runs."""
+    limits are its own, grading being over when it runs: one question's time for all its calls
+    together, so a re-run that hangs costs a submission that much at most."""
 
     def __init__(self, sandbox: Any, source: str, filename: str, module: str, api: list[str],
                  limits: Any, forbidden: Callable[[str], list[str]],
                  cells: list[tuple[int, str]] | None = None,
                  schedule: list[tuple[str, tuple[str, ...]]] | None = None,
                  memo: Any = None):
+        limits = dataclasses.replace(limits, submission_seconds=min(
+            limits.submission_seconds, limits.question_seconds))
         self._make = dict(sandbox=sandbox, source=source + SOURCE, filename=filename,
                           module=module, api=list(api), limits=limits, schedule=schedule,
                           memo=memo)

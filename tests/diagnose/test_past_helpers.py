@@ -305,3 +305,32 @@ def test_a_wrong_shape_is_fixed_rank_only_where_another_rank_passes_and_none_of_
     assert not fixed_rank(ev(wrong, batched, right_shape))
     # The right shape with wrong values is another rule's business.
     assert not fixed_rank(ev(right_shape, batched))
+
+
+def test_a_re_run_that_hangs_costs_one_question_time_and_changes_nothing(grade, tmp_path):
+    """A block that loops forever once its attention works: the re-run is stopped at the
+    stand-ins' own time limit, the cases keep what grading gave them, and nothing is named from
+    it."""
+    import time
+
+    source = (SUBMISSIONS / "correct" / "reference_style.py").read_text() + '''
+
+def multi_head_attention(x, params, n_heads, mask=None, context=None):
+    raise ValueError("not written yet")
+
+
+def transformer_block(x, params, n_heads, mask=None):
+    h = multi_head_attention(x, params, n_heads, mask)
+    while True:
+        h = h + 0
+'''
+    path = tmp_path / "attention.py"
+    path.write_text(source)
+    start = time.monotonic()
+    result = grade(path)
+    elapsed = time.monotonic() - start
+    block = result.questions["block"]
+    crashed = [c for c in block.cases if c.status == "error"]
+    assert crashed and all("not written yet" in c.message for c in crashed)
+    assert not any("With a correct one in its place" in (c.hint or "") for c in crashed)
+    assert elapsed < 60, elapsed        # grading plus at most one question's time (10 s)
