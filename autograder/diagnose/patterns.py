@@ -176,13 +176,15 @@ def _silent_detail(ev: Evidence, ran: set[int], failed: set[int]) -> str:
     where = f"`{ev.function}` returns a wrong shape on {_dims(failed or {me})} inputs, " \
             f"without an error, and passes on {_dims(ran)} ones"
     if me < min(ran):
-        how = (f"code that takes sizes or axes by position from the front (`x.size(0)`, "
-               f"`view(B, -1, H, d)`, `transpose(1, 2)`) reads the first dimension of a "
-               f"{me}-D input as a batch, so every size after it lands one place off")
+        how = (f"code that takes sizes or axes by position from the front (`x.shape[0]`, "
+               f"a reshape to (B, -1, H, d), a transpose of fixed axes) reads the first "
+               f"dimension of a {me}-D input as a batch, so every size after it lands one place "
+               f"off")
     else:
-        how = (f"code that takes sizes or axes by position from the front (`x.size(0)`, "
-               f"`view(B, -1, H, d)`, `transpose(1, 2)`) folds the extra leading dimension of "
-               f"a {me}-D input into the ones it expects, so the sizes land in the wrong places")
+        how = (f"code that takes sizes or axes by position from the front (`x.shape[0]`, "
+               f"a reshape to (B, -1, H, d), a transpose of fixed axes) folds the extra leading "
+               f"dimension of a {me}-D input into the ones it expects, so the sizes land in the "
+               f"wrong places")
     return f"{where}: {how}; it works for one number of dimensions only."
 
 
