@@ -49,15 +49,16 @@ def own_queries_keys_values(scaled_dot_product_attention):
 
 
 def lesson_heads():
-    """The lesson's multi-head example: rng = default_rng(0), X8 (3 tokens, d_model 8), then Wq,
-    Wk, Wv; Q, K and V split into 2 heads of 4 the lesson's way, each (2, 3, 4)."""
-    rng = np.random.default_rng(0)
-    x8 = rng.normal(size=(3, 8))
-    ws = [rng.normal(size=(8, 8)) for _ in range(3)]
-    return tuple((x8 @ w).reshape(3, 2, 4).transpose(1, 0, 2).copy() for w in ws)
+    """The lesson's multi-head example, X8 = default_rng(0).normal(size=(3, 8)), split into its
+    2 heads of 4 the lesson's way, (2, 3, 4), with identity projections as in the lesson's first
+    example (Q = K = V). Drawn, never multiplied: a product's last bits may differ between
+    machines, and a public case's inputs must be the same everywhere."""
+    x8 = np.random.default_rng(0).normal(size=(3, 8))
+    heads = x8.reshape(3, 2, 4).transpose(1, 0, 2).copy()
+    return heads, heads, heads
 
 
-@test_case(name="lesson: the two heads of the multi-head example, (2, 3, 4) each", points=1,
+@test_case(name="lesson: the two heads of the multi-head example, Q = K = V, (2, 3, 4)", points=1,
            hidden=False)
 def lesson_two_heads(scaled_dot_product_attention):
     """The lesson runs attention on its heads at once: weights (2, 3, 3), one table per head.
