@@ -1,4 +1,4 @@
-"""`autograder lint` on written questions (`written.toml`, written/spec.py).
+"""`autograder lint` on written questions (`written.toml`, model/written_spec.py).
 
 Checked: the file is valid TOML with known keys; every question has an id that is a Python
 name used once (not another question's, a function's or an answer variable's), a prompt and
@@ -14,7 +14,7 @@ import re
 import tomllib
 from pathlib import Path
 
-from ..written.spec import ITEM_KEYS, QUESTION_KEYS, RUBRIC_ELSEWHERE, written_file
+from ..model.written_spec import ITEM_KEYS, QUESTION_KEYS, RUBRIC_ELSEWHERE, written_file
 
 _KEY_LINE = re.compile(r"^\s*(\[\[question(\.rubric)?\]\]|([A-Za-z_]+)\s*=)")
 
@@ -201,7 +201,7 @@ def _lint_template(template: Path, answers: dict, qid: str, prompt: str, error) 
 
 
 def _lint_models(root: Path, config: dict, ids: set, error) -> list:
-    from ..assignment import _resolve
+    from ..model.assignment import _resolve
 
     rel = config.get("written_answers")
     if not isinstance(rel, str):

@@ -16,12 +16,12 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..assignment import Assignment
+from ..model.assignment import Assignment
 from .classlist import Student, display
-from .. import project
-from ..results import SubmissionResult, submission_from_json
-from ..sandbox.limits import Limits
-from ..status import CaseStatus, QuestionStatus
+from ..model import project
+from ..model.results import SubmissionResult, submission_from_json
+from ..model.limits import Limits
+from ..model.status import CaseStatus, QuestionStatus
 
 
 @dataclass
@@ -73,6 +73,14 @@ def cache_key(assignment: Assignment, content: bytes, limits: Limits) -> str:
     return h.hexdigest()
 
 
+def descriptions_file(folder: Path, assignment: Assignment) -> Path:
+    """Where a class run's cache keeps the catalogue's names and hints of its mistakes
+    (`describe_mistakes`), written by a grading process, which has the catalogue loaded: the
+    report reads them there instead of loading the catalogue (and torch) itself."""
+    # Not `.json`: every `*.json` of the cache is a submission's result.
+    return folder / f"mistakes-{assignment_version(assignment)}.names"
+
+
 class ResultCache:
     def __init__(self, folder: Path):
         self.folder = folder
@@ -121,7 +129,7 @@ def grade_class(assignment: Assignment, students: list[Student], *, out: Path | 
                 graded[i] = Graded(s, hit, cached=s.file is not None)
                 continue
         if s.file is None:
-            from ..runner import failed_everywhere  # imports otter and torch: only when needed
+            from ..grading.runner import failed_everywhere  # imports otter and torch: only when needed
 
             row = failed_everywhere(assignment, _shown_path(s), _nothing_status(s),
                                     s.problem or "nothing to grade",
@@ -226,6 +234,7 @@ class _Grader:
         self.sandbox = None
         self.share_torch = False     # fork the first fork server from this process
         self._started = False
+        self._described = False
 
     def start_sandbox(self) -> None:
         from ..sandbox import Sandbox
@@ -254,7 +263,7 @@ class _Grader:
             # The fork server first: it imports torch while this process imports the grading
             # code (torch too), side by side on two cores rather than one after the other.
             self.start_sandbox()
-            from ..grade import grade_submission
+            from ..grading.grade import grade_submission
 
             _one_thread()
             result = grade_submission(self.assignment, file, self.sandbox, self.limits,
@@ -263,12 +272,15 @@ class _Grader:
         except SandboxError:
             raise
         except Exception as e:  # noqa: BLE001 - one submission must never end a class run
-            from ..grade import report_internal_error
-            from ..runner import internal_error
+            from ..grading.grade import report_internal_error
+            from ..grading.runner import internal_error
+
+            from ..grading.grade import with_answers_of_file
 
             report_internal_error(shown, e)
-            result = internal_error(self.assignment, shown, e,
-                                    include_hidden=not self.public_only)
+            result = with_answers_of_file(self.assignment, internal_error(
+                self.assignment, shown, e, include_hidden=not self.public_only), file,
+                self.questions)
         if _internal_error(result):
             # Not kept in the cache: the next run tries again. The sandbox may be in any state
             # after a fault of the grader: the next submission gets a fresh one.
@@ -282,7 +294,25 @@ class _Grader:
                 self.cache.put(key, result)
             except OSError as e:
                 print(f"autograder: could not cache the result of {shown}: {e}", file=sys.stderr)
+            self._describe()
         return result
+
+    def _describe(self) -> None:
+        """Once per grading process: the names and hints of the catalogue's mistakes, for the
+        report (`descriptions_file`)."""
+        if self._described:
+            return
+        self._described = True
+        try:
+            from ..diagnose import describe_mistakes
+
+            path = descriptions_file(self.cache.folder, self.assignment)
+            if not path.exists():
+                tmp = path.with_suffix(f".{os.getpid()}.tmp")
+                tmp.write_text(json.dumps(describe_mistakes(self.assignment)))
+                os.replace(tmp, path)
+        except Exception:  # noqa: BLE001 - the report loads the catalogue itself instead
+            pass
 
     def close(self) -> None:
         if self.sandbox is not None:
@@ -304,7 +334,7 @@ def _nothing_secret_loaded(assignment: Assignment) -> bool:
     """Whether this process has read none of the assignment's private files yet (question
     files, snapshots, the reference, the mistakes catalogue): then a fork of it holds nothing
     a student may not see."""
-    from ..runner import load_question_file
+    from ..grading.runner import load_question_file
 
     if load_question_file.cache_info().currsize or _version_of.cache_info().currsize:
         return False
@@ -421,7 +451,7 @@ def _start_process(grader: _Grader, slots) -> None:
         grader.start_sandbox()
     except Exception:  # noqa: BLE001 - raised again by the first grade, in the main process
         pass
-    from .. import grade  # noqa: F401
+    from ..grading import grade  # noqa: F401
     multiprocessing.util.Finalize(None, grader.close, exitpriority=10)
 
 

@@ -23,8 +23,9 @@ from . import git_history
 from .classlist import Student, display
 from .roster import who_text
 from .standing import Standing, days_text, plain_standing
-from ..safetext import csv_cell
-from ..status import QuestionStatus
+from ..feedback.totals import Totals
+from ..model.safetext import csv_cell
+from ..model.status import QuestionStatus
 
 NO_SUBMISSION_BEFORE_DUE = "no submission before the due date"
 NOTHING_OF_YOURS = "nothing of yours before the due date"
@@ -343,7 +344,8 @@ class Term:
         if self.policy is None or info is None or not info.days_late or r.missing:
             return plain_standing(r)
         return Standing(r.score, r.max_score, adjusted(r.score, info, self.policy),
-                        info.days_late, self.policy.deduction(info.days_late))
+                        info.days_late, self.policy.deduction(info.days_late),
+                        totals=Totals.of(r))
 
     def late_policy_text(self) -> str | None:
         return str(self.policy) if self.policy is not None else None
@@ -409,7 +411,7 @@ class Term:
 
 def question_points(assignment, public_only: bool = False) -> dict[str, float]:
     """Each question's points (its cases', the hidden ones unless `public_only`)."""
-    from ..runner import load_question_file
+    from ..grading.runner import load_question_file
 
     points = {}
     for q in assignment.questions:
@@ -420,6 +422,6 @@ def question_points(assignment, public_only: bool = False) -> dict[str, float]:
 
 
 def visible_line(text: str) -> str:
-    from ..safetext import visible
+    from ..model.safetext import visible
 
     return visible(text)

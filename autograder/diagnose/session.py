@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ..assignment import Assignment, AssignmentError
+from ..model.assignment import Assignment, AssignmentError
 from ..sandbox.execute import iter_arrays
 from .catalogue import catalogue_for
 from .fallback import decide
@@ -185,6 +185,12 @@ def runner_for(assignment: Assignment, public_only: bool) -> _Runner | None:
     same mistakes; otherwise by running the reference's variants, where the reference and the
     catalogue are, and from the table where they are not (a public bundle's grading). None
     when neither is there (no diagnosis)."""
+    if not public_only and assignment.reference_path is not None:
+        # Where the reference and the catalogue are, the table is not read at all (decoding
+        # it cost each grading process a few tenths of a second for nothing).
+        catalogue = catalogue_for(assignment)
+        if catalogue is not None:
+            return _Runner(catalogue, ReferenceVariants(assignment, catalogue))
     table = load_table(assignment)
     catalogue = None if public_only and table is not None else catalogue_for(assignment)
     if catalogue is not None and assignment.reference_path is not None:

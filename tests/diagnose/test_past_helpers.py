@@ -6,20 +6,19 @@ holds it or the evidence could be nothing else."""
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 import pytest
 import torch
 
 from helpers import SUBMISSIONS
 
-import autograder.grade as grading
-from autograder.assignment import load_assignment
+import autograder.grading.grade as grading
+from autograder.model.assignment import load_assignment
 from autograder.diagnose import stand_ins
 from autograder.diagnose.constructs import code_for, has_construct
 from autograder.diagnose.portable import catalogue_data, catalogue_from_data
 from autograder.diagnose.sources import OutcomeUnknown
-from autograder.grade import check_in_process, grade_submission
+from autograder.grading.grade import check_in_process, grade_submission
 
 REALWORLD = SUBMISSIONS / "realworld"
 
@@ -175,7 +174,6 @@ def test_a_silently_wrong_shape_is_named_from_the_public_cases_too(grade, assign
 def test_public_cases_of_another_rank_come_from_the_lessons(assignment, numpy_assignment):
     """Each track's public cases hold the ranks a student's check needs to tell code written
     for one number of dimensions: 2-D and batched inputs for every question that takes them."""
-    from autograder.diagnose.bundle_check import public_places  # noqa: F401 - same package
     from autograder.authoring.mistake_table import public_records
 
     for a in (assignment, numpy_assignment):

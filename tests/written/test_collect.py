@@ -10,10 +10,10 @@ import pytest
 
 from helpers import PUBLIC_MAX
 
-from autograder.assignment import load_assignment
-from autograder.authoring.notebook import build_notebook
+from autograder.model.assignment import load_assignment
+from autograder.platforms.notebook.build import build_notebook
 from autograder.intake.submissions import read_notebook
-from autograder.written.answer import Status
+from autograder.model.written_answer import Status
 from autograder.written.collect import MAX_CHARS, answers, from_markdown, from_source
 
 QUESTIONS = load_assignment("attention").written
@@ -44,7 +44,7 @@ why_scale = why_scale                     # a name: the literal above stands
     assert found == {"why_scale": "\n    Dot products grow\n    with d_k.\n",
                      "why_positions": "attention ignores order",
                      "why_quadratic": "a T x T table"}
-    assert from_source("why_scale = 'x'\ndef broken(:\n", IDS) == {}
+    assert from_source("why_scale = 'x'\ndef broken(:\n", IDS) == {"why_scale": "x"}
 
 
 def test_an_answer_is_cleaned_and_kept_as_text():
