@@ -10,56 +10,62 @@ import torch
 
 
 def softmax(x, dim=-1):
-    x = x - x.max(dim=dim, keepdim=True)[0]
-    return x.exp() / x.exp().sum(dim=dim, keepdim=True)
+    shifted = x - x.amax(dim, keepdim=True)
+    e = torch.exp(shifted)
+    return e / torch.sum(e, dim, keepdim=True)
 
 
 def causal_mask(T):
-    return torch.ones(T, T).triu(1).bool()
+    i = torch.arange(T)
+    return i[None, :] > i[:, None]
 
 
 def scaled_dot_product_attention(q, k, v, mask=None):
-    scores = q.matmul(k.transpose(-2, -1)) / math.sqrt(q.shape[-1])
+    logits = torch.einsum("...qd,...kd->...qk", q, k) * q.shape[-1] ** -0.5
     if mask is not None:
-        scores = scores.masked_fill(mask, float("-inf"))
-    weights = softmax(scores, dim=-1)
-    return weights.matmul(v), weights
+        logits = torch.where(mask, torch.full_like(logits, float("-inf")), logits)
+    probs = softmax(logits)
+    return torch.einsum("...qk,...kd->...qd", probs, v), probs
 
 
 def split_heads(x, n_heads):
-    *lead, t, d = x.shape
-    return x.reshape(*lead, t, n_heads, d // n_heads).transpose(-3, -2)
+    head_dim = x.size(-1) // n_heads
+    return torch.movedim(x.reshape(x.shape[:-1] + (n_heads, head_dim)), -2, -3)
 
 
 def merge_heads(x):
-    *lead, h, t, d = x.shape
-    return x.transpose(-3, -2).reshape(*lead, t, h * d)
+    x = torch.movedim(x, -3, -2)
+    return x.reshape(x.shape[:-2] + (-1,))
+
+
+def _heads(t, w, n_heads):
+    b, n, _ = t.shape
+    return (t @ w).view(b, n, n_heads, -1).permute(0, 2, 1, 3)
 
 
 def multi_head_attention(x, params, n_heads, mask=None, context=None):
-    batch_size, seq_len, d_model = x.shape
-    memory = x if context is None else context
-    mem_len = memory.shape[1]
-    d_k = d_model // n_heads
-    q = (x @ params["w_q"]).view(batch_size, seq_len, n_heads, d_k).transpose(1, 2)
-    k = (memory @ params["w_k"]).view(batch_size, mem_len, n_heads, d_k).transpose(1, 2)
-    v = (memory @ params["w_v"]).view(batch_size, mem_len, n_heads, d_k).transpose(1, 2)
-    scores = torch.matmul(q, k.transpose(2, 3)) / math.sqrt(d_k)
+    b, n, width = x.shape
+    src = context if context is not None else x
+    q = _heads(x, params["w_q"], n_heads)
+    k = _heads(src, params["w_k"], n_heads)
+    v = _heads(src, params["w_v"], n_heads)
+    att = torch.matmul(q, k.transpose(2, 3)) / math.sqrt(width // n_heads)
     if mask is not None:
-        scores = scores + mask.unsqueeze(1).to(scores.dtype) * -1e9
-    attn = softmax(scores, dim=-1)
-    context_layer = torch.matmul(attn, v).transpose(1, 2).reshape(batch_size, seq_len, d_model)
-    return context_layer @ params["w_o"]
+        att = att + (-1e9) * mask.unsqueeze(1).to(att.dtype)
+    att = softmax(att, dim=-1)
+    y = torch.matmul(att, v).permute(0, 2, 1, 3).reshape(b, n, width)
+    return y @ params["w_o"]
 
 
 def layer_norm(x, gamma, beta, eps=1e-5):
-    mean = x.mean(-1, keepdim=True)
-    var = ((x - mean) ** 2).mean(-1, keepdim=True)
-    return (x - mean) / torch.sqrt(var + eps) * gamma + beta
+    mu = x.mean(-1, keepdim=True)
+    var = x.var(-1, unbiased=False, keepdim=True)
+    return gamma * (x - mu) * torch.rsqrt(var + eps) + beta
 
 
 def transformer_block(x, params, n_heads, mask=None):
-    h = layer_norm(x + multi_head_attention(x, params, n_heads, mask),
-                   params["ln1_gamma"], params["ln1_beta"])
-    ffn = torch.relu(h @ params["w1"] + params["b1"]) @ params["w2"] + params["b2"]
-    return layer_norm(h + ffn, params["ln2_gamma"], params["ln2_beta"])
+    attn_out = multi_head_attention(x, params, n_heads, mask)
+    x = layer_norm(attn_out + x, params["ln1_gamma"], params["ln1_beta"])
+    hidden = torch.relu(x @ params["w1"] + params["b1"])
+    out = x + hidden @ params["w2"] + params["b2"]
+    return layer_norm(out, params["ln2_gamma"], params["ln2_beta"])
