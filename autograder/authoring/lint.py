@@ -17,7 +17,9 @@ Each finding names the file, the line and the fix. Checked:
   grades are published (`lint_platforms.py`);
 * with the reference at hand, the catalogue of known mistakes (`lint_catalogue.py`): its rules
   can ship and its table of outcomes on the public cases is fresh;
-* the written questions of `written.toml` (`lint_written.py`).
+* the written questions of `written.toml` (`lint_written.py`);
+* with `mutants` (opt-in: it takes minutes), the mutants of the reference that no case
+  catches (`mutants.py`, as `autograder mutants` finds them).
 
 Only `ast` and `tomllib` read the files, except for the staleness check, which runs the
 reference on the public cases as `autograder snapshot` does (nothing is written).
@@ -32,6 +34,7 @@ import re
 import tomllib
 from dataclasses import dataclass, fields
 from pathlib import Path
+from typing import Any, Callable
 
 from ..assignment import _resolve, find_assignment_root, parse_answers, parse_api
 from ..sandbox.limits import Limits
@@ -328,10 +331,13 @@ def _record_fresh(root: Path) -> tuple[dict, list[LintError]]:
 
 # ------------------------------------------------------------------ all of it
 
-def lint(name_or_path: str | Path, *, snapshots: bool = True, reference: bool = True
+def lint(name_or_path: str | Path, *, snapshots: bool = True, reference: bool = True,
+         mutants: bool = False, mutants_seen: Callable[[Any], None] | None = None
          ) -> list[LintError]:
     """Every authoring mistake found in the assignment. `snapshots`: check the public cases'
-    snapshots exist; `reference`: also that they are fresh (runs the reference)."""
+    snapshots exist; `reference`: also that they are fresh (runs the reference); `mutants`:
+    once nothing else is found, also grade the reference's mutants and report those no case
+    catches (`mutants_seen` receives the whole analysis, `mutants.Analysis`)."""
     root = find_assignment_root(name_or_path)
     toml_path = root / "assignment.toml"
     text = toml_path.read_text()
@@ -410,6 +416,14 @@ def lint(name_or_path: str | Path, *, snapshots: bool = True, reference: bool = 
             from .lint_catalogue import mistake_errors
 
             errors += [LintError(*found) for found in mistake_errors(root)]
+    if mutants and reference and not errors and config.get("reference"):
+        from ..assignment import load_assignment
+        from .mutants import analyse, lint_findings
+
+        analysis = analyse(load_assignment(root))
+        if mutants_seen is not None:
+            mutants_seen(analysis)
+        errors += [LintError(*found) for found in lint_findings(analysis)]
     return errors
 
 

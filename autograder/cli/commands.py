@@ -106,13 +106,27 @@ def cmd_lint(args) -> int:
     from ..assignment import find_assignment_root
 
     root = find_assignment_root(args.assignment)
-    if _lint_failed(root, reference=not args.no_reference):
+    seen = None
+    if args.mutants:
+        from ..authoring.mutants import summary
+
+        def seen(analysis) -> None:
+            print(summary(analysis))
+    if _lint_failed(root, reference=not args.no_reference, mutants=args.mutants,
+                    mutants_seen=seen):
         return 1
     print(f"{shown_path(root)}: no authoring problems found")
     from ..authoring.forbidden_coverage import coverage
 
     print("\n".join(["forbidden routines, and where grading refuses them:", *coverage(root)]))
     return 0
+
+
+def cmd_mutants(args) -> int:
+    from ..authoring.mutants import command
+
+    return command(args.assignment, jobs=args.jobs, seconds=args.seconds,
+                   functions=args.function, json_path=args.json, verbose=args.verbose)
 
 
 def _import_quietly(*names: str) -> None:
@@ -631,6 +645,25 @@ def build_parser() -> argparse.ArgumentParser:
     add_assignment_argument(n)
     n.add_argument("--no-reference", action="store_true",
                    help="do not run the reference (snapshots are only checked to exist)")
+    n.add_argument("--mutants", action="store_true",
+                   help="also grade mistakes derived from the reference (as `autograder "
+                        "mutants`) and report those no case catches (minutes)")
+
+    u = command("mutants", "derive mistakes from the reference's code and grade each: which no "
+                           "case catches, which only hidden cases catch, which the catalogue "
+                           "does not name (minutes)", cmd_mutants)
+    add_assignment_argument(u)
+    u.add_argument("--jobs", type=int, default=0,
+                   help="worker processes (default: one per core, at most 4)")
+    u.add_argument("--seconds", type=float, default=None,
+                   help="each mutant's time limit (default: the assignment's "
+                        "submission_seconds)")
+    u.add_argument("--function", action="append",
+                   help="mutate only this function of the reference (repeatable)")
+    u.add_argument("--json", help="write every mutant's result as JSON to this file")
+    u.add_argument("-v", "--verbose", action="store_true",
+                   help="also list equivalent and named mutants, and print the catalogue "
+                        "variant that would name each unnamed one")
 
     o = command("build", "build the student bundle, the Gradescope zip, the Classroom 50 "
                          "folder and the otter zip", cmd_build)

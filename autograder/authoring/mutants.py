@@ -1,0 +1,332 @@
+"""`autograder mutants`: mutation analysis of an assignment's cases and catalogue.
+
+Mistakes are derived from the hidden reference automatically (`mutations`: its syntax tree
+rewritten one small change at a time), and each mutant is graded like a submission on every
+case, public and hidden, with the catalogue naming what it can (`mutant_grading`), each in a
+forked worker with a deadline and a memory limit (`forked_tasks`). The report says, for the
+author:
+
+* mutants no case catches: a case is missing (the mutant passes every case yet differs from
+  the reference on fresh random inputs shaped like the cases');
+* mutants only hidden cases catch: a student's `check` passes them (their public cases do not
+  show the mistake);
+* mutants caught but named by no catalogued mistake, with the checks they fail: a variant that
+  computes the mutant (printed with `-v`) would name them;
+* equivalent mutants, apart: they pass every case and agree with the reference on fresh inputs
+  too, so they compute the same thing (or differ only where no input drawn reaches).
+
+`autograder lint --mutants` reports the first kind as authoring problems.
+"""
+from __future__ import annotations
+
+import ast
+import json
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from ..assignment import Assignment
+from ..safetext import shown_path
+from .mutations import Mutant, derive_mutants
+
+# Where a mutant ends up; every mutant gets exactly one.
+PUBLIC, HIDDEN, NOT_CAUGHT, EQUIVALENT, STOPPED = (
+    "caught_by_public", "caught_only_by_hidden", "not_caught", "equivalent", "stopped")
+OUTCOMES = (PUBLIC, HIDDEN, NOT_CAUGHT, EQUIVALENT, STOPPED)
+
+
+@dataclass
+class MutantResult:
+    mutant: Mutant
+    outcome: str
+    failing: list[dict] = field(default_factory=list)   # the cases it fails
+    named: list[str] = field(default_factory=list)      # mistake ids named on them
+    differs: dict | None = None     # where fresh inputs show it (no case failing)
+    detail: str = ""                # why it was stopped, or why it could not load
+    seconds: float = 0.0
+
+    @property
+    def caught(self) -> bool:
+        return self.outcome in (PUBLIC, HIDDEN)
+
+
+@dataclass
+class Analysis:
+    assignment: Assignment
+    results: list[MutantResult]
+    public_cases: int
+    hidden_cases: int
+    jobs: int
+    seconds: float
+
+    def count(self, outcome: str) -> int:
+        return sum(r.outcome == outcome for r in self.results)
+
+    @property
+    def caught(self) -> list[MutantResult]:
+        return [r for r in self.results if r.caught]
+
+    @property
+    def named(self) -> int:
+        return sum(bool(r.named) for r in self.caught)
+
+    def figures(self) -> dict[str, int]:
+        return {"mutants": len(self.results), **{o: self.count(o) for o in OUTCOMES},
+                "caught": len(self.caught), "named": self.named}
+
+
+def _classify(raw: dict) -> tuple[str, str]:
+    status = raw.get("status")
+    if status == "import_error":
+        return PUBLIC, raw.get("detail", "")
+    if status != "graded":
+        return STOPPED, f"{status}: {raw.get('detail', '')}".strip(": ")
+    failing = raw.get("failing") or []
+    if any(not c["hidden"] for c in failing):
+        return PUBLIC, ""
+    if failing:
+        return HIDDEN, ""
+    return (NOT_CAUGHT if raw.get("differs") else EQUIVALENT), ""
+
+
+def _require_reference(assignment: Assignment) -> None:
+    if assignment.reference_path is None or not Path(assignment.reference_path).is_file():
+        raise ValueError(f"{assignment.name}: the hidden reference is not available here; "
+                         "mutants are derived from it")
+
+
+def default_jobs() -> int:
+    return max(1, min(os.cpu_count() or 1, 4))
+
+
+def analyse(assignment: Assignment, *, jobs: int = 0, seconds: float | None = None,
+            functions: set[str] | None = None,
+            progress: Callable[[int, int], None] | None = None) -> Analysis:
+    """Derive the reference's mutants and grade each one (see the module's note). `seconds`:
+    each mutant's time (default: the assignment's `submission_seconds`); `functions`: mutate
+    only these functions of the reference."""
+    import torch
+
+    from .forked_tasks import run_forked
+    from .mutant_grading import grade_mutant, reference_baseline
+
+    _require_reference(assignment)
+    start = time.monotonic()
+    # One thread per process while the workers fork and run: they share the cores, and a fork
+    # keeps only the calling thread of a pool.
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        baseline = reference_baseline(assignment)
+        mutants = derive_mutants(Path(assignment.reference_path).read_text(), functions)
+        jobs = jobs or default_jobs()
+        limit = seconds if seconds is not None else assignment.limits.submission_seconds
+        finished = 0
+
+        def done(_: int, __: dict) -> None:
+            nonlocal finished
+            finished += 1
+            if progress is not None:
+                progress(finished, len(mutants))
+
+        raw = run_forked(len(mutants), lambda i: grade_mutant(baseline, mutants[i]),
+                         jobs=jobs, seconds=limit, memory_mb=assignment.limits.memory_mb,
+                         done=done)
+    finally:
+        torch.set_num_threads(threads)
+    results = []
+    for mutant, r in zip(mutants, raw):
+        outcome, detail = _classify(r)
+        results.append(MutantResult(mutant, outcome, r.get("failing") or [],
+                                    r.get("named") or [], r.get("differs"), detail,
+                                    float(r.get("seconds") or 0.0)))
+    return Analysis(assignment, results, baseline.public_cases, baseline.hidden_cases, jobs,
+                    time.monotonic() - start)
+
+
+# ------------------------------------------------------------------ what an author reads
+
+def _where(analysis: Analysis, r: MutantResult) -> str:
+    return f"{shown_path(analysis.assignment.reference_path)}:{r.mutant.line} " \
+           f"{r.mutant.function}: {r.mutant.describe()}"
+
+
+def _failing_text(r: MutantResult, verbose: bool = False) -> str:
+    """The cases a mutant fails, per question: counted (with the kinds of failure), or with
+    `verbose` named one by one."""
+    by_question: dict[str, list[dict]] = {}
+    for c in r.failing:
+        by_question.setdefault(c["question"], []).append(c)
+    parts = []
+    for q, cases in by_question.items():
+        if verbose:
+            parts.append(f"{q}: " + ", ".join(
+                f"{c['case']!r}{' [hidden]' if c['hidden'] else ''} ({c['kind']})"
+                for c in cases))
+            continue
+        public = sum(not c["hidden"] for c in cases)
+        kinds = ", ".join(sorted({c["kind"] for c in cases}))
+        parts.append(f"{q} {public} public + {len(cases) - public} hidden ({kinds})")
+    return "; ".join(parts)
+
+
+def variant_code(analysis: Analysis, r: MutantResult) -> str:
+    """The catalogue entry that would name the mutant: a variant computing it, with the
+    reference's other functions called through `ref`, as `mistakes.py` writes them."""
+    tree = ast.parse(Path(analysis.assignment.reference_path).read_text())
+    top = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+    imported = set()
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            imported |= {(a.asname or a.name).split(".")[0] for a in node.names}
+    function = r.mutant.changed
+
+    class ThroughRef(ast.NodeTransformer):
+        def visit_Name(self, node: ast.Name) -> ast.AST:
+            if node.id in top and isinstance(node.ctx, ast.Load):
+                return ast.copy_location(ast.Attribute(ast.Name("ref", ast.Load()), node.id,
+                                                       ast.Load()), node)
+            return node
+
+    variant = ThroughRef().visit(ast.parse(ast.unparse(function)).body[0])
+    body = variant.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None),
+                                                             ast.Constant):
+        body = body[1:] or [ast.Pass()]
+    variant.body = body
+    variant.name = "_"
+    variant.args.posonlyargs = []
+    variant.args.args = [ast.arg("ref")] + [ast.arg(a.arg) for a in
+                                            function.args.posonlyargs + function.args.args]
+    variant.returns = None
+    for a in variant.args.kwonlyargs:
+        a.annotation = None
+    mistake_id = f"{r.mutant.function}_{r.mutant.line}_{r.mutant.id.rsplit(':', 1)[-1]}"
+    variant.decorator_list = [ast.parse(
+        f"catalogue.variant({mistake_id!r}, {r.mutant.function!r}, name='...', hint='...')",
+        mode="eval").body]
+    used = sorted({n.id for n in ast.walk(variant) if isinstance(n, ast.Name)} & imported)
+    code = ast.unparse(ast.fix_missing_locations(variant))
+    needs = f"# needs in mistakes.py: import {', '.join(used)}\n" if used else ""
+    return needs + code
+
+
+def summary(analysis: Analysis) -> str:
+    f = analysis.figures()
+    a = analysis.assignment
+    return "\n".join([
+        f"{shown_path(a.root)}: {f['mutants']} mutants of {shown_path(a.reference_path)}, "
+        f"graded on {analysis.public_cases} public and {analysis.hidden_cases} hidden cases "
+        f"in {analysis.seconds:.0f} s ({analysis.jobs} jobs)",
+        f"  caught by public cases:        {f[PUBLIC]}",
+        f"  caught only by hidden cases:   {f[HIDDEN]}",
+        f"  not caught by any case:        {f[NOT_CAUGHT]}",
+        f"  equivalent to the reference:   {f[EQUIVALENT]}",
+        f"  stopped by a limit:            {f[STOPPED]}",
+        f"  named by the catalogue:        {f['named']} of {f['caught']} caught",
+    ])
+
+
+def report(analysis: Analysis, verbose: bool = False) -> str:
+    """The summary, then each mutant an author should look at, grouped by what to do."""
+    lines = [summary(analysis)]
+    groups = [
+        ("not caught by any case: a case is missing (add one whose input shows the change)",
+         [r for r in analysis.results if r.outcome == NOT_CAUGHT],
+         lambda r: f"passes every case; on fresh inputs shaped like a check of "
+                   f"`{r.differs['function']}` in question '{r.differs['question']}' "
+                   f"({r.differs['inputs']}), {r.differs['how']}"),
+        ("caught only by hidden cases: a student's check passes them",
+         [r for r in analysis.results if r.outcome == HIDDEN],
+         lambda r: f"fails {_failing_text(r, verbose)}"
+                   + (f"; named {', '.join(r.named)}" if r.named else "")),
+        ("caught, but the catalogue names no mistake: a variant computing the mutant would "
+         "name it on the checks it fails" + ("" if verbose else " (-v prints the variant)"),
+         [r for r in analysis.caught if not r.named],
+         lambda r: f"fails {_failing_text(r, verbose)}" if r.failing
+         else f"does not load: {r.detail}"),
+        ("stopped by a limit (grading stops such code too)",
+         [r for r in analysis.results if r.outcome == STOPPED], lambda r: r.detail),
+    ]
+    if verbose:
+        groups.append(("equivalent to the reference (they pass every case and agree with it "
+                       "on fresh inputs)",
+                       [r for r in analysis.results if r.outcome == EQUIVALENT],
+                       lambda r: ""))
+        groups.append(("caught and named",
+                       [r for r in analysis.caught if r.named],
+                       lambda r: f"named {', '.join(r.named)}"))
+    for title, members, detail in groups:
+        if not members:
+            continue
+        lines += ["", f"{title}:"]
+        for r in members:
+            lines.append(f"  {_where(analysis, r)}")
+            text = detail(r)
+            if text:
+                lines.append(f"      {text}")
+            if verbose and r.caught and not r.named and r.failing:
+                lines += [f"      {line}" for line in variant_code(analysis, r).splitlines()]
+    return "\n".join(lines)
+
+
+def as_json(analysis: Analysis) -> dict:
+    return {
+        "assignment": analysis.assignment.name,
+        "reference": shown_path(analysis.assignment.reference_path),
+        "public_cases": analysis.public_cases, "hidden_cases": analysis.hidden_cases,
+        "jobs": analysis.jobs, "seconds": round(analysis.seconds, 1),
+        "figures": analysis.figures(),
+        "mutants": [{"id": r.mutant.id, "function": r.mutant.function, "line": r.mutant.line,
+                     "operator": r.mutant.operator, "before": r.mutant.before,
+                     "after": r.mutant.after, "outcome": r.outcome, "named": r.named,
+                     "failing": r.failing, "differs": r.differs, "detail": r.detail,
+                     "seconds": r.seconds}
+                    for r in analysis.results],
+    }
+
+
+def lint_findings(analysis: Analysis) -> list[tuple[Path, int, str, str]]:
+    """(file, line, message, fix) for each mutant no case catches, for `autograder lint`."""
+    path = Path(shown_path(analysis.assignment.reference_path))
+    return [(path, r.mutant.line,
+             f"no case catches the mutant of `{r.mutant.function}` ({r.mutant.describe()}): "
+             f"it passes every case, yet on fresh inputs shaped like a check of "
+             f"`{r.differs['function']}` {r.differs['how']}",
+             f"add a case to question '{r.differs['question']}' whose input shows it, then "
+             "`autograder snapshot`")
+            for r in analysis.results if r.outcome == NOT_CAUGHT]
+
+
+def _progress(done: int, total: int) -> None:
+    if sys.stderr.isatty():
+        print(f"\rmutants graded: {done}/{total}", end="" if done < total else "\n",
+              file=sys.stderr, flush=True)
+
+
+def command(name_or_path: str, *, jobs: int = 0, seconds: float | None = None,
+            functions: list[str] | None = None, json_path: str | None = None,
+            verbose: bool = False) -> int:
+    """`autograder mutants`: print the report (and write JSON); 1 when some mutant that
+    differs from the reference is caught by no case, else 0."""
+    from ..assignment import load_assignment
+
+    assignment = load_assignment(name_or_path)
+    _require_reference(assignment)
+    unknown = sorted(set(functions or ()) - set(_functions_of(assignment)))
+    if unknown:
+        raise ValueError(f"the reference defines no function {', '.join(unknown)}")
+    analysis = analyse(assignment, jobs=jobs, seconds=seconds,
+                       functions=set(functions) if functions else None, progress=_progress)
+    print(report(analysis, verbose=verbose))
+    if json_path:
+        Path(json_path).write_text(json.dumps(as_json(analysis), indent=1) + "\n")
+    return 1 if analysis.count(NOT_CAUGHT) else 0
+
+
+def _functions_of(assignment: Assignment) -> list[str]:
+    tree = ast.parse(Path(assignment.reference_path).read_text())
+    return [n.name for n in tree.body if isinstance(n, ast.FunctionDef)]
