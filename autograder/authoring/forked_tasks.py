@@ -71,9 +71,11 @@ def _write_all(fd: int, data: bytes) -> None:
 def _serve(task: Callable[[int], dict], requests: int, results: int,
            memory_mb: int | None) -> None:
     """A worker's loop: read a task's index, run it, write its result; until the pipe closes."""
+    # What the tasks' code prints is not the run's output, whichever way it writes.
     devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, 1)     # what the tasks' code prints is not the run's output
+    os.dup2(devnull, 1)
     os.dup2(devnull, 2)
+    sys.stdout = sys.stderr = open(os.devnull, "w")
     signal.signal(signal.SIGINT, signal.SIG_IGN)    # Ctrl-C is the parent's to handle
     while True:
         raw = _read_exact(requests, 8)

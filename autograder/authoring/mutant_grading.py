@@ -28,9 +28,10 @@ from ..sandbox.protocol import roundtrip_outcome
 from ..status import CaseStatus
 from .mutations import Mutant
 
-# Fresh inputs per probe: two drawn like the case's own values, one spread four times wider
-# (large inputs are where overflows show).
-DRAWS = (1.0, 1.0, 4.0)
+# Fresh inputs per probe, as (centred, spread): two drawn like the case's own values (each
+# array's mean and spread), one centred on 0 and four times wider, so that signs change and
+# large values appear (a case of positive inputs hides a dropped ReLU; overflows need size).
+DRAWS = ((False, 1.0), (False, 1.0), (True, 4.0))
 
 
 class ReferenceFails(ValueError):
@@ -135,28 +136,31 @@ def grade_mutant(baseline: Baseline, mutant: Mutant) -> dict:
     return out
 
 
-def _redraw(value: Any, rng: np.random.Generator, spread: float) -> Any:
+def _redraw(value: Any, rng: np.random.Generator, draw: tuple[bool, float]) -> Any:
     """Floating-point arrays drawn afresh with each array's own mean and spread; everything
     else (masks, sizes, options) kept, so the inputs stay valid for the function."""
     if isinstance(value, torch.Tensor) and value.is_floating_point():
-        return torch.from_numpy(_fresh(value.detach().double().numpy(), rng, spread)) \
+        return torch.from_numpy(_fresh(value.detach().double().numpy(), rng, draw)) \
             .to(value.dtype)
     if isinstance(value, np.ndarray) and np.issubdtype(value.dtype, np.floating):
-        return _fresh(value.astype(np.float64), rng, spread).astype(value.dtype)
+        return _fresh(value.astype(np.float64), rng, draw).astype(value.dtype)
     if isinstance(value, tuple):
-        return tuple(_redraw(v, rng, spread) for v in value)
+        return tuple(_redraw(v, rng, draw) for v in value)
     if isinstance(value, list):
-        return [_redraw(v, rng, spread) for v in value]
+        return [_redraw(v, rng, draw) for v in value]
     if isinstance(value, dict):
-        return {k: _redraw(v, rng, spread) for k, v in value.items()}
+        return {k: _redraw(v, rng, draw) for k, v in value.items()}
     return value
 
 
-def _fresh(x: np.ndarray, rng: np.random.Generator, spread: float) -> np.ndarray:
+def _fresh(x: np.ndarray, rng: np.random.Generator, draw: tuple[bool, float]) -> np.ndarray:
+    centred, spread = draw
     finite = x[np.isfinite(x)]
     mean = float(finite.mean()) if finite.size else 0.0
     std = float(finite.std()) if finite.size > 1 else 0.0
     std = std or abs(mean) or 1.0
+    if centred:
+        return spread * (abs(mean) + std) * rng.standard_normal(x.shape)
     return mean + spread * std * rng.standard_normal(x.shape)
 
 
@@ -193,9 +197,9 @@ def probe(baseline: Baseline, module: types.ModuleType, mutant: Mutant) -> dict 
     for n, record in enumerate(baseline.probes):
         if mutant.function not in baseline.calls.get(record.function, {record.function}):
             continue
-        for d, spread in enumerate(DRAWS):
+        for d, draw in enumerate(DRAWS):
             rng = np.random.default_rng([n, d])
-            args, kwargs = _redraw((tuple(record.args), dict(record.kwargs)), rng, spread)
+            args, kwargs = _redraw((tuple(record.args), dict(record.kwargs)), rng, draw)
             ref_fn = getattr(reference, record.function)
             first = _outcome(ref_fn, args, kwargs, None, False)
             if first["status"] != "ok":
@@ -208,5 +212,5 @@ def probe(baseline: Baseline, module: types.ModuleType, mutant: Mutant) -> dict 
                 return {"question": record.question, "function": record.function,
                         "inputs": _shapes((record.args, record.kwargs)),
                         "how": _difference(expected, got, record.tolerance),
-                        "spread": spread}
+                        "draw": "centred on 0, wider" if draw[0] else "like the case's"}
     return None

@@ -204,7 +204,7 @@ def variant_code(analysis: Analysis, r: MutantResult) -> str:
     variant.returns = None
     for a in variant.args.kwonlyargs:
         a.annotation = None
-    mistake_id = f"{r.mutant.function}_{r.mutant.line}_{r.mutant.id.rsplit(':', 1)[-1]}"
+    mistake_id = r.mutant.id.replace(":", "_")
     variant.decorator_list = [ast.parse(
         f"catalogue.variant({mistake_id!r}, {r.mutant.function!r}, name='...', hint='...')",
         mode="eval").body]
