@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..assignment import Assignment
+from ..diagnose.catalogue import catalogue_path
 from ..safetext import shown_path
 from .mutations import Mutant, derive_mutants
 
@@ -226,7 +227,8 @@ def summary(analysis: Analysis) -> str:
         f"  not caught by any case:        {f[NOT_CAUGHT]}",
         f"  equivalent to the reference:   {f[EQUIVALENT]}",
         f"  stopped by a limit:            {f[STOPPED]}",
-        f"  named by the catalogue:        {f['named']} of {f['caught']} caught",
+        f"  named by the catalogue:        {f['named']} of {f['caught']} caught"
+        + ("" if catalogue_path(a) else " (the assignment has no catalogue)"),
     ])
 
 
