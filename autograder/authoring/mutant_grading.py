@@ -66,7 +66,6 @@ def reference_baseline(assignment: Assignment) -> Baseline:
     workers inherit) and keep its checks; ReferenceFails if it does not pass them all."""
     from ..grade import student_env
     from ..runner import run_question
-    from .mutations import derive_mutants  # noqa: F401 - fail early on a reference ast rejects
 
     ref = assignment.load_reference()
     env = student_env(assignment, ref)
