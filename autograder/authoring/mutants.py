@@ -232,9 +232,26 @@ def summary(analysis: Analysis) -> str:
     ])
 
 
+def by_function(analysis: Analysis) -> str:
+    """One line per function of the reference: where its mutants landed."""
+    names = list(dict.fromkeys(r.mutant.function for r in analysis.results))
+    width = max([len(n) for n in names] + [8])
+    lines = [f"  {'function':{width}}  mutants  public  hidden only  not caught  equivalent  "
+             "stopped  named"]
+    for name in names:
+        rs = [r for r in analysis.results if r.mutant.function == name]
+        count = {o: sum(r.outcome == o for r in rs) for o in OUTCOMES}
+        named = sum(bool(r.named) for r in rs if r.caught)
+        lines.append(f"  {name:{width}}  {len(rs):7}  {count[PUBLIC]:6}  {count[HIDDEN]:11}  "
+                     f"{count[NOT_CAUGHT]:10}  {count[EQUIVALENT]:10}  {count[STOPPED]:7}  "
+                     f"{named:5}")
+    return "\n".join(lines)
+
+
 def report(analysis: Analysis, verbose: bool = False) -> str:
-    """The summary, then each mutant an author should look at, grouped by what to do."""
-    lines = [summary(analysis)]
+    """The summary and a line per function, then each mutant an author should look at,
+    grouped by what to do."""
+    lines = [summary(analysis), "", "by function of the reference:", by_function(analysis)]
     groups = [
         ("not caught by any case: a case is missing (add one whose input shows the change)",
          [r for r in analysis.results if r.outcome == NOT_CAUGHT],

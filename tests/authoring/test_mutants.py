@@ -244,6 +244,11 @@ def test_the_command_reports_and_fails_on_a_missing_case(fixture_root, tmp_path)
            "`torch.relu(x)` -> `x`" in r.stdout
     data = json.loads(out.read_text())
     assert data["figures"][NOT_CAUGHT] == 1 and data["assignment"] == "sums"
+    f = data["figures"]
+    row = next(line.split() for line in r.stdout.splitlines()
+               if line.startswith("  doubled_relu "))
+    assert row == ["doubled_relu", str(f["mutants"]), str(f[PUBLIC]), str(f[HIDDEN]), "1",
+                   str(f[EQUIVALENT]), "0", str(f["named"])]
     assert str(fixture_root.parent) not in r.stdout + out.read_text()
     assert data["reference"] == "sums/reference.py"
     r = cli_in_process("mutants", "-a", str(fixture_root), "--function", "nothing_such")
