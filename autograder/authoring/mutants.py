@@ -179,10 +179,16 @@ def variant_code(analysis: Analysis, r: MutantResult) -> str:
     reference's other functions called through `ref`, as `mistakes.py` writes them."""
     tree = ast.parse(Path(analysis.assignment.reference_path).read_text())
     top = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
-    imported = set()
+    # The reference's import of each module name, as it is written there.
+    imports: dict[str, str] = {}
     for node in tree.body:
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            imported |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                imports[(a.asname or a.name).split(".")[0]] = ast.unparse(ast.Import([a]))
+        elif isinstance(node, ast.ImportFrom):
+            for a in node.names:
+                imports[a.asname or a.name] = ast.unparse(
+                    ast.ImportFrom(node.module, [a], node.level))
     function = r.mutant.changed
 
     class ThroughRef(ast.NodeTransformer):
@@ -209,9 +215,9 @@ def variant_code(analysis: Analysis, r: MutantResult) -> str:
     variant.decorator_list = [ast.parse(
         f"catalogue.variant({mistake_id!r}, {r.mutant.function!r}, name='...', hint='...')",
         mode="eval").body]
-    used = sorted({n.id for n in ast.walk(variant) if isinstance(n, ast.Name)} & imported)
+    used = sorted({n.id for n in ast.walk(variant) if isinstance(n, ast.Name)} & set(imports))
     code = ast.unparse(ast.fix_missing_locations(variant))
-    needs = f"# needs in mistakes.py: import {', '.join(used)}\n" if used else ""
+    needs = "".join(f"{imports[name]}   # at the top of mistakes.py\n" for name in used)
     return needs + code
 
 
@@ -252,33 +258,34 @@ def report(analysis: Analysis, verbose: bool = False) -> str:
     """The summary and a line per function, then each mutant an author should look at,
     grouped by what to do."""
     lines = [summary(analysis), "", "by function of the reference:", by_function(analysis)]
+    # (title, members, the line under each, whether to print the variant that would name it)
     groups = [
         ("not caught by any case: a case is missing (add one whose input shows the change)",
          [r for r in analysis.results if r.outcome == NOT_CAUGHT],
          lambda r: f"passes every case; on fresh inputs shaped like a check of "
                    f"`{r.differs['function']}` in question '{r.differs['question']}' "
-                   f"({r.differs['inputs']}), {r.differs['how']}"),
+                   f"({r.differs['inputs']}), {r.differs['how']}", False),
         ("caught only by hidden cases: a student's check passes them",
          [r for r in analysis.results if r.outcome == HIDDEN],
          lambda r: f"fails {_failing_text(r, verbose)}"
-                   + (f"; named {', '.join(r.named)}" if r.named else "")),
+                   + (f"; named {', '.join(r.named)}" if r.named else ""), False),
         ("caught, but the catalogue names no mistake: a variant computing the mutant would "
          "name it on the checks it fails" + ("" if verbose else " (-v prints the variant)"),
          [r for r in analysis.caught if not r.named],
          lambda r: f"fails {_failing_text(r, verbose)}" if r.failing
-         else f"does not load: {r.detail}"),
+         else f"does not load: {r.detail}", verbose),
         ("stopped by a limit (grading stops such code too)",
-         [r for r in analysis.results if r.outcome == STOPPED], lambda r: r.detail),
+         [r for r in analysis.results if r.outcome == STOPPED], lambda r: r.detail, False),
     ]
     if verbose:
         groups.append(("equivalent to the reference (they pass every case and agree with it "
                        "on fresh inputs)",
                        [r for r in analysis.results if r.outcome == EQUIVALENT],
-                       lambda r: ""))
+                       lambda r: "", False))
         groups.append(("caught and named",
                        [r for r in analysis.caught if r.named],
-                       lambda r: f"named {', '.join(r.named)}"))
-    for title, members, detail in groups:
+                       lambda r: f"named {', '.join(r.named)}", False))
+    for title, members, detail, variants in groups:
         if not members:
             continue
         lines += ["", f"{title}:"]
@@ -287,7 +294,7 @@ def report(analysis: Analysis, verbose: bool = False) -> str:
             text = detail(r)
             if text:
                 lines.append(f"      {text}")
-            if verbose and r.caught and not r.named and r.failing:
+            if variants and r.failing:
                 lines += [f"      {line}" for line in variant_code(analysis, r).splitlines()]
     return "\n".join(lines)
 

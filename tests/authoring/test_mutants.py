@@ -223,11 +223,11 @@ def test_the_printed_variant_names_the_mutant_once_in_the_catalogue(analysis, tm
     scale = "q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])"
     times = one(analysis, "scores", scale, scale.replace(" / ", " * "))
     code = variant_code(analysis, times)
-    assert code.startswith("# needs in mistakes.py: import math\n")
+    assert code.startswith("import math   # at the top of mistakes.py\n")
     assert "def _(ref, q, k):" in code and "* math.sqrt(q.shape[-1])" in code
     added = code.split("\n", 1)[1].replace("name='...', hint='...'",
                                            "name='scaled up', hint='Divide.'")
-    root = write_assignment(tmp_path / "sums", CATALOGUE + "\n\nimport math\n\n\n" + added + "\n")
+    root = write_assignment(tmp_path / "sums", "import math\n" + CATALOGUE + "\n\n" + added + "\n")
     again = analyse(load_assignment(root), jobs=1, functions={"scores"})
     times = one(again, "scores", scale, scale.replace(" / ", " * "))
     assert times.named == [times.mutant.id.replace(":", "_")]
