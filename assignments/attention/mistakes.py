@@ -120,6 +120,8 @@ def attention_family(ref, q, k, v, mask=None, *, scale="sqrt_dk", keys="transpos
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")     # torch deprecates .T beyond 2-D
             scores = q @ k.T
+    elif keys == "none":
+        scores = q @ k
     else:
         scores = q @ k.transpose(-2, -1)
     s = _scale(scale, q, k, v)
@@ -171,6 +173,11 @@ attention_family.mistake(
     "key_dot_T", keys="T", name="keys transposed with k.T",
     hint="`.T` reverses every dimension, so it only works for 2-D tensors. Swap the last "
          "two with `k.transpose(-2, -1)`.")
+attention_family.mistake(
+    "keys_not_transposed", keys="none", name="keys not transposed (q @ k instead of q @ k^T)",
+    hint="Each score is a query's dot product with a key, so the keys' last two dimensions "
+         "must be swapped: `q @ k.transpose(-2, -1)`. Without it, q @ k fails unless d_k "
+         "happens to equal the number of keys, and then gives wrong numbers.")
 attention_family.mistake(
     "weights_wrong_axis", dim=-2,
     name="softmax over the query axis instead of the key axis",
@@ -397,10 +404,10 @@ for _i, _w in enumerate([("w_q", "w_q", "w_v"), ("w_q", "w_k", "w_k"), ("w_q", "
 
 @catalogue.family("layer_norm")
 def layer_norm_family(ref, x, gamma, beta, eps=1e-5, *, unbiased=False, eps_outside=False,
-                      eps_used="given", over="last", stats_grad=True):
+                      eps_used="given", over="last", stats_grad=True, sqrt=True):
     """The reference layer norm with knobs: the variance, where eps goes (and which eps: the
-    one given, a fixed 1e-5, or none), the dimensions the statistics are taken over, and
-    whether gradients flow through them."""
+    one given, a fixed 1e-5, or none), the dimensions the statistics are taken over, whether
+    gradients flow through them, and whether the square root is taken."""
     eps = {"given": eps, "fixed": 1e-5, "none": 0.0}[eps_used]
     dims = {"last": (-1,), "tokens": (-2,), "batch": (0,),
             "all": tuple(range(x.ndim))}[over]
@@ -408,7 +415,10 @@ def layer_norm_family(ref, x, gamma, beta, eps=1e-5, *, unbiased=False, eps_outs
         mean = x.mean(dim=dims, keepdim=True)
         var = x.var(dim=dims, keepdim=True, unbiased=True) if unbiased else \
             ((x - mean) ** 2).mean(dim=dims, keepdim=True)
-    std = torch.sqrt(var) + eps if eps_outside else torch.sqrt(var + eps)
+    if not sqrt:
+        std = var + eps
+    else:
+        std = torch.sqrt(var) + eps if eps_outside else torch.sqrt(var + eps)
     return (x - mean) / std * gamma + beta
 
 
@@ -438,6 +448,11 @@ layer_norm_family.mistake(
          "dimension (`dim=-1, keepdim=True`), not over the tokens (dim=-2 or 1) or the batch "
          "(dim=0).")
 layer_norm_family.mistake("layer_norm_wrong_axis", alternative=1, over="batch")
+layer_norm_family.mistake(
+    "layer_norm_no_sqrt", sqrt=False,
+    name="layer norm divides by the variance instead of the standard deviation",
+    hint="Normalise by the standard deviation: divide x - mean by `torch.sqrt(var + eps)`, "
+         "not by `var + eps`.")
 layer_norm_family.mistake(
     "stats_without_grad", stats_grad=False, name="layer norm statistics computed without gradient",
     hint="The mean and variance depend on x, so gradients must flow through them: do not "
