@@ -8,14 +8,15 @@ from pathlib import Path
 from typing import Callable
 
 import pytest
+from autograder.feedback.contract import submission_json
 
 # Test files in subfolders import the shared helpers module by name.
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from helpers import ROOT  # noqa: E402,F401 - puts the project first on the import path
 
-from autograder.assignment import load_assignment  # noqa: E402
-from autograder.grade import check_in_process, grade_submission  # noqa: E402
+from autograder.model.assignment import load_assignment  # noqa: E402
+from autograder.grading.grade import check_in_process, grade_submission  # noqa: E402
 
 
 PR_SET_CHILD_SUBREAPER = 36
@@ -88,12 +89,12 @@ def corpus_results(tmp_path_factory, worker_id, grade):
     The results go through their JSON form, as the class cache keeps them, so every worker
     (and a run without xdist) reads the same thing."""
     from helpers import SUBMISSIONS
-    from autograder.results import submission_from_json
+    from autograder.model.results import submission_from_json
 
     def make(folder: Path) -> dict:
         files = sorted((SUBMISSIONS / "wrong").glob("*.py")) + \
             sorted((SUBMISSIONS / "correct").glob("*.py"))
-        results = {f.name: grade(f).to_json() for f in files}
+        results = {f.name: submission_json(grade(f)) for f in files}
         assert len(results) == len(files), "corpus file names must be unique across folders"
         return results
 

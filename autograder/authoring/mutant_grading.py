@@ -18,14 +18,14 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..assignment import Assignment
+from ..model.assignment import Assignment
 from ..diagnose import CheckRecord, Session
 from ..diagnose.symptoms import distance
-from ..expected import quietly
-from ..inputs import upstream_for
+from ..checking.expected import quietly
+from ..checking.inputs import upstream_for
 from ..sandbox.execute import run_call
 from ..sandbox.protocol import roundtrip_outcome
-from ..status import CaseStatus
+from ..model.status import CaseStatus
 from .mutations import Mutant
 
 # Fresh inputs per probe, as (centred, spread): two drawn like the case's own values (each
@@ -64,8 +64,8 @@ def _layout(value: Any) -> Any:
 def reference_baseline(assignment: Assignment) -> Baseline:
     """Grade the reference on every case (warming the caches of expected outcomes that the
     workers inherit) and keep its checks; ReferenceFails if it does not pass them all."""
-    from ..grade import student_env
-    from ..runner import run_question
+    from ..grading.grade import student_env
+    from ..grading.runner import run_question
 
     ref = assignment.load_reference()
     env = student_env(assignment, ref)
@@ -108,8 +108,8 @@ def grade_mutant(baseline: Baseline, mutant: Mutant) -> dict:
     """The mutant graded on every case: its failing cases (with the mistakes the catalogue
     names on them) and, when it fails none, how it differs from the reference on fresh inputs
     (None: nowhere)."""
-    from ..grade import student_env
-    from ..runner import grade_functions
+    from ..grading.grade import student_env
+    from ..grading.runner import grade_functions
 
     start = time.monotonic()
     try:

@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from ..assignment import Assignment
+from ..model.assignment import Assignment
 from ..diagnose.catalogue import catalogue_path
-from ..safetext import shown_path
+from ..model.safetext import shown_path
 from .mutations import Mutant, derive_mutants
 
 # Where a mutant ends up; every mutant gets exactly one.
@@ -338,7 +338,7 @@ def command(name_or_path: str, *, jobs: int = 0, seconds: float | None = None,
             verbose: bool = False) -> int:
     """`autograder mutants`: print the report (and write JSON); 1 when some mutant that
     differs from the reference is caught by no case, else 0."""
-    from ..assignment import load_assignment
+    from ..model.assignment import load_assignment
 
     assignment = load_assignment(name_or_path)
     _require_reference(assignment)

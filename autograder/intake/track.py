@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 from typing import Sequence
 
-from ..assignment import Assignment
+from ..model.assignment import Assignment
 
 
 def _functions(tree: ast.Module) -> dict[str, list[str]]:

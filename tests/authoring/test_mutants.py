@@ -14,7 +14,7 @@ import pytest
 
 from helpers import cli_in_process
 
-from autograder.assignment import load_assignment
+from autograder.model.assignment import load_assignment
 from autograder.authoring.lint import lint
 from autograder.authoring.mutants import (EQUIVALENT, HIDDEN, NOT_CAUGHT, PUBLIC, STOPPED,
                                           analyse, variant_code)
@@ -126,7 +126,7 @@ QUESTIONS = {
 
 CATALOGUE = '''\
 """Known mistakes of the fixture."""
-from autograder.diagnose import Catalogue
+from autograder.catalogue import Catalogue
 
 catalogue = Catalogue()
 

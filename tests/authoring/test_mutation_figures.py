@@ -11,7 +11,7 @@ import pytest
 
 from helpers import ROOT, cli_in_process
 
-from autograder.assignment import load_assignment
+from autograder.model.assignment import load_assignment
 
 PAGE = ROOT / "docs" / "mutation-analysis.md"
 COLUMNS = ("mutants", "caught_by_public", "caught_only_by_hidden", "not_caught", "equivalent",
