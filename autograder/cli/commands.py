@@ -103,7 +103,7 @@ def cmd_lint(args) -> int:
     root = find_assignment_root(args.assignment)
     seen = None
     if args.mutants:
-        from ..authoring.mutants import summary
+        from ..authoring.mutant_report import summary
 
         def seen(analysis) -> None:
             print(summary(analysis))
@@ -118,7 +118,7 @@ def cmd_lint(args) -> int:
 
 
 def cmd_mutants(args) -> int:
-    from ..authoring.mutants import command
+    from ..authoring.mutant_report import command
 
     return command(args.assignment, jobs=args.jobs, seconds=args.seconds,
                    functions=args.function, json_path=args.json, verbose=args.verbose)

@@ -14,10 +14,11 @@ import pytest
 
 from helpers import cli_in_process
 
-from autograder.model.assignment import load_assignment
 from autograder.authoring.lint import lint
+from autograder.authoring.mutant_report import variant_code
 from autograder.authoring.mutants import (EQUIVALENT, HIDDEN, NOT_CAUGHT, PUBLIC, STOPPED,
-                                          analyse, variant_code)
+                                          analyse)
+from autograder.model.assignment import load_assignment
 
 REFERENCE = '''\
 """Reference of a tiny assignment for the tests of the mutation analysis."""
