@@ -33,6 +33,43 @@ PUBLIC_MAX = 20
 MAX_SCORE = AUTOGRADED_MAX + WRITTEN_MAX
 
 
+# ------------------------------------------------------------------ every assignment
+# Tests about every assignment iterate the folders of assignments/ (an assignment dropped in
+# there is tested like the shipped ones); these say where each one's test material lives.
+
+def assignment_names() -> list[str]:
+    """Every assignment of the project: the folders of assignments/ holding an assignment.toml."""
+    return sorted(d.name for d in (ROOT / "assignments").iterdir()
+                  if (d / "assignment.toml").is_file())
+
+
+# The corpora of the two first assignments predate the convention below and stay where the
+# docs and their tests name them.
+_CORPUS_FOLDERS = {"attention": SUBMISSIONS, "attention_numpy": SUBMISSIONS / "numpy"}
+
+
+def corpus_of(name: str) -> Path | None:
+    """An assignment's corpus of planted mistakes: `tests/submissions/<name>/`, holding
+    `wrong/` (each file with `# loses:`, `# keeps:` and `# diagnosis:` headers, written before
+    it was graded) and `correct/`; None when it has none."""
+    folder = _CORPUS_FOLDERS.get(name, SUBMISSIONS / name)
+    return folder if (folder / "wrong").is_dir() else None
+
+
+def corpus_files(name: str) -> tuple[list[Path], list[Path]]:
+    """(wrong, correct) submissions of an assignment's corpus (empty lists without one)."""
+    folder = corpus_of(name)
+    if folder is None:
+        return [], []
+    return sorted((folder / "wrong").glob("*.py")), sorted((folder / "correct").glob("*.py"))
+
+
+def examples_of(name: str) -> Path | None:
+    """An assignment's example class (`assignments/<name>/examples/`), or None."""
+    folder = ROOT / "assignments" / name / "examples"
+    return folder if folder.is_dir() and any(folder.glob("*.py")) else None
+
+
 def autograded(questions: dict) -> dict:
     """A grades.json row's questions without the written ones."""
     return {k: v for k, v in questions.items()

@@ -51,8 +51,8 @@ def np_grade(np_assignment, sandbox):
 
 
 @pytest.fixture(scope="module")
-def graded(np_grade):
-    return {f.name: np_grade(f) for f in WRONG + CORRECT}
+def graded(graded_corpus):
+    return graded_corpus(NAME)       # the corpus, graded once for the suite (conftest.py)
 
 
 def _with_answers(source: str, **answers) -> str:

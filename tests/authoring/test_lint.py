@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import ROOT, run_cli
+from helpers import ROOT, assignment_names, run_cli
 
 from autograder.authoring.lint import lint
 
@@ -118,9 +118,9 @@ def test_build_and_check_refuse(copy):
     assert r.returncode == 1 and "fix: rename it" in r.stderr
 
 
-def test_the_real_assignments_are_clean():
-    for name in ("attention", "attention_numpy"):
-        assert lint(name) == [], name
+@pytest.mark.parametrize("name", assignment_names())
+def test_the_real_assignments_are_clean(name):
+    assert lint(name) == [], name
 
 
 def test_student_readme_is_generic(course, tmp_path):

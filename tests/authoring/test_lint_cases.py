@@ -4,7 +4,7 @@ file and line before any student is graded; at grade time such a case is an inte
 every row, and `grade` says the rows need the instructor (exit status 4)."""
 import pytest
 
-from helpers import SUBMISSIONS, cli_in_process, copy_assignment
+from helpers import SUBMISSIONS, assignment_names, cli_in_process, copy_assignment
 
 from autograder.authoring.lint import lint
 
@@ -52,8 +52,9 @@ def test_grading_with_such_a_case_needs_the_instructor(adir, tmp_path):
     assert "1 row(s) need you: einsum_style (internal error)" in r.stderr
 
 
-def test_the_bundled_assignments_pass_every_case():
-    assert lint("attention") == [] and lint("attention_numpy") == []
+@pytest.mark.parametrize("name", assignment_names())
+def test_the_bundled_assignments_pass_every_case(name):
+    assert lint(name) == [], name
 
 
 def test_gradescope_hidden_visibility_hidden_is_refused(adir):

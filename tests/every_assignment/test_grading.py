@@ -1,0 +1,91 @@
+"""Every assignment of assignments/ (the shipped ones and any dropped in), as its author and an
+instructor meet it: its notebook is what the generator writes, its
+reference takes every autograded point and its template none, and each planted mistake of its
+corpus loses points on its own questions only, with feedback a student can act on that names
+the mistake its header declares."""
+from pathlib import Path
+
+import pytest
+
+from helpers import assignment_names, assert_loses_and_keeps, corpus_files, id_list, read_header
+
+from autograder.assignment import load_assignment
+from autograder.authoring.notebook import notebook_path, notebook_text
+from autograder.diagnose import NONE
+from autograder.grade import grade_submission
+from autograder.results import diagnoses
+
+NAMES = assignment_names()
+WRONG = [(n, f) for n in NAMES for f in corpus_files(n)[0]]
+CORRECT = [(n, f) for n in NAMES for f in corpus_files(n)[1]]
+
+
+def _ids(value):
+    return value.stem if isinstance(value, Path) else value
+
+
+# Lint (with the reference run) and `autograder snapshot` rewriting nothing are tested over
+# every assignment in authoring/test_lint.py, test_lint_cases.py and test_snapshot_files.py.
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_committed_notebook_is_what_the_generator_makes(name):
+    assignment = load_assignment(name)
+    assert notebook_path(assignment).read_text() == notebook_text(assignment), \
+        f"run `python -m autograder.authoring.notebook {name}`"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_reference_takes_every_autograded_point_and_the_template_none(name, sandbox):
+    """"The reference scores full marks" means every autograded point: written questions are
+    graded by hand, and the reference (which answers none) gets them only from a grader."""
+    assignment = load_assignment(name)
+    ref = grade_submission(assignment, assignment.reference_path, sandbox)
+    assert ref.error is None
+    assert list(ref.questions) == [q.id for q in assignment.questions]
+    for q in ref.questions.values():
+        assert q.status == "passed" and q.score == q.max_score > 0, q.feedback()
+        assert any(not c.hidden for c in q.cases), f"{q.id} has no public case"
+    autograded = sum(q.max_score for q in ref.questions.values())
+    assert ref.score == autograded
+    assert ref.max_score == autograded + sum(w.max_score for w in ref.written.values())
+    assert set(ref.written) == {w.id for w in assignment.written}
+    template = grade_submission(assignment, assignment.template, sandbox)
+    assert template.score == 0 and template.error is None
+    for q in template.questions.values():
+        assert q.status == "not attempted", q.feedback()
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if corpus_files(n)[0]])
+def test_the_corpus_covers_every_question(name):
+    wrong, correct = corpus_files(name)
+    covered = set()
+    for f in wrong:
+        header = read_header(f)
+        assert header.get("loses") and "keeps" in header and header.get("diagnosis"), f.name
+        covered |= set(id_list(header["loses"]))
+    assert covered == {q.id for q in load_assignment(name).questions}
+    assert correct, f"{name}: no correct submission written another way"
+
+
+@pytest.mark.parametrize("name,path", WRONG, ids=_ids)
+def test_each_planted_mistake_loses_its_questions_only_and_is_named(name, path, graded_corpus):
+    header = read_header(path)
+    result = graded_corpus(name)[path.name]
+    assert result.error is None, result.error
+    questions = [q.id for q in load_assignment(name).questions]
+    loses = assert_loses_and_keeps(result, header, questions)
+    named = diagnoses(result)
+    want = set(id_list(header["diagnosis"]))
+    if want == {NONE}:
+        assert not named, f"{path.name}: a mistake the catalogue does not know, named {named}"
+    else:
+        assert want & named and not named - want, f"{path.name}: named {sorted(named)}"
+    assert any(c.hint for qid in loses for c in result.questions[qid].cases) or want == {NONE}
+
+
+@pytest.mark.parametrize("name,path", CORRECT, ids=_ids)
+def test_each_correct_solution_keeps_every_point_unnamed(name, path, graded_corpus):
+    result = graded_corpus(name)[path.name]
+    for q in result.questions.values():
+        assert q.status == "passed", f"{path.name} {q.id}: {q.feedback()}"
+    assert not diagnoses(result) and not result.integrity
