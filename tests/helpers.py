@@ -64,6 +64,43 @@ def corpus_files(name: str) -> tuple[list[Path], list[Path]]:
     return sorted((folder / "wrong").glob("*.py")), sorted((folder / "correct").glob("*.py"))
 
 
+def losing_submission(name: str) -> Path:
+    """A submission that loses points: the assignment's first planted mistake, else its
+    template (not attempted anywhere)."""
+    from autograder.assignment import load_assignment
+
+    wrong = corpus_files(name)[0]
+    return wrong[0] if wrong else load_assignment(name).template
+
+
+def autograded_scores(result) -> dict[str, tuple[float, float]]:
+    """{question: (score, max score)} of a result's autograded questions."""
+    return {qid: (q.score, q.max_score) for qid, q in result.questions.items()}
+
+
+# Surfaces on which a dedicated test module already runs an assignment end to end, with more
+# assertions than the tests over every assignment make: those leave that assignment to it
+# (running it twice would only cost the suite's time). An assignment dropped into assignments/
+# is in none of these, so every surface runs on it.
+TESTED_ELSEWHERE: dict[str, dict[str, str]] = {
+    "bundle check": {"attention": "build/test_build.py", "attention_numpy": "test_numpy_track.py"},
+    "notebook": {"attention": "authoring/test_notebook.py",
+                 "attention_numpy": "test_numpy_track.py"},
+    "gradescope": {"attention": "build/test_build.py"},
+    "classroom50": {"attention": "platforms/test_classroom50.py"},
+    "actions": {"attention": "platforms/test_actions.py",
+                "attention_numpy": "test_numpy_track.py"},
+    "otter": {"attention": "build/test_build.py"},
+    "written answers": {"attention": "written/test_written_class.py"},
+    "similarity": {"attention": "course/test_similarity_reading.py"},
+}
+
+
+def assignments_for(surface: str) -> list[str]:
+    """The assignments the tests over every assignment run `surface` on."""
+    return [n for n in assignment_names() if n not in TESTED_ELSEWHERE[surface]]
+
+
 def examples_of(name: str) -> Path | None:
     """An assignment's example class (`assignments/<name>/examples/`), or None."""
     folder = ROOT / "assignments" / name / "examples"

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers import assignment_names, assert_loses_and_keeps, corpus_files, id_list, read_header
+from helpers import (ROOT, TESTED_ELSEWHERE, assignment_names, assert_loses_and_keeps,
+                     corpus_files, id_list, read_header)
 
 from autograder.assignment import load_assignment
 from autograder.authoring.notebook import notebook_path, notebook_text
@@ -89,3 +90,14 @@ def test_each_correct_solution_keeps_every_point_unnamed(name, path, graded_corp
     for q in result.questions.values():
         assert q.status == "passed", f"{path.name} {q.id}: {q.feedback()}"
     assert not diagnoses(result) and not result.integrity
+
+
+def test_surfaces_left_to_dedicated_tests_are_tested_there():
+    """An assignment left out of a surface here (`helpers.TESTED_ELSEWHERE`) is a shipped one
+    whose dedicated test module runs that surface on it."""
+    for surface, owners in TESTED_ELSEWHERE.items():
+        for name, module in owners.items():
+            assert name in NAMES, (surface, name)
+            text = (ROOT / "tests" / module).read_text()
+            assert f'"{name}"' in text or (name == "attention" and "built" in text), \
+                (surface, name, module)
