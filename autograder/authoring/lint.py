@@ -28,6 +28,7 @@ import ast
 import difflib
 import json
 import math
+import os
 import re
 import tomllib
 from dataclasses import dataclass, fields
@@ -36,6 +37,7 @@ from pathlib import Path
 from ..assignment import _resolve, find_assignment_root, parse_answers, parse_api
 from ..sandbox.limits import Limits
 from .lint_written import lint_written, toml_finding
+from .paths import project_relative, project_root_of, shown_assignment
 from .lint_cases import function_names
 from .lint_platforms import gradescope_visibility
 
@@ -61,9 +63,24 @@ class LintError:
     line: int
     message: str
     fix: str
+    # The author's project (the folder two levels above the assignment's): every path said is
+    # relative to it, so no message prints where the project sits on the author's machine.
+    base: Path | None = None
 
     def __str__(self) -> str:
-        return f"{self.file}:{self.line}: {self.message}; fix: {self.fix}"
+        return f"{self._shown(self.file)}:{self.line}: {self._scrubbed(self.message)}; " \
+               f"fix: {self._scrubbed(self.fix)}"
+
+    def _shown(self, path: Path) -> str:
+        return project_relative(path, self.base) if self.base is not None else str(path)
+
+    def _scrubbed(self, text: str) -> str:
+        """`text` with the project's own absolute path taken out of any path it quotes (a
+        library's error message may quote one)."""
+        if self.base is None:
+            return text
+        base = str(Path(os.path.abspath(self.base)))
+        return text.replace(base + os.sep, "").replace(base, ".")
 
 
 # ------------------------------------------------------------------ assignment.toml
@@ -303,13 +320,13 @@ def _check_snapshots(root: Path, questions: list[tuple[str, Path]], fresh: dict 
             if stored is None or key not in stored:
                 errors.append(LintError(test_file, line, f"the public case's snapshot "
                                         f"{qid}/{key} is missing",
-                                        f"run `autograder snapshot -a {root}`"))
+                                        f"run `autograder snapshot -a {shown_assignment(root)}`"))
             elif fresh is not None and key in fresh.get(qid, {}) \
                     and not _close(stored[key], fresh[qid][key]):
                 errors.append(LintError(test_file, line, f"the public case's snapshot "
                                         f"{qid}/{key} is stale (the reference or the case "
                                         "changed since it was recorded)",
-                                        f"run `autograder snapshot -a {root}`"))
+                                        f"run `autograder snapshot -a {shown_assignment(root)}`"))
     return errors
 
 
@@ -338,7 +355,7 @@ def lint(name_or_path: str | Path, *, snapshots: bool = True, reference: bool = 
     try:
         config = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
-        return [toml_finding(toml_path, e, LintError)]
+        return _relative_to_project([toml_finding(toml_path, e, LintError)], root)
     where = _TomlLines(text)
     errors = _check_toml(toml_path, config, where)
     errors += [LintError(*f) for f in gradescope_visibility(
@@ -372,7 +389,8 @@ def lint(name_or_path: str | Path, *, snapshots: bool = True, reference: bool = 
         if not test_file.is_file():
             errors.append(LintError(toml_path, where.key("question", "id", i),
                                     f"question {qid!r} has no file tests/{qid}.py",
-                                    f"write {test_file}, or correct the id"))
+                                    f"write {shown_assignment(root)}/tests/{qid}.py, or correct "
+                                    "the id"))
             continue
         questions.append((qid, test_file))
         errors += _check_question_file(qid, test_file, test_file.read_text())
@@ -410,8 +428,14 @@ def lint(name_or_path: str | Path, *, snapshots: bool = True, reference: bool = 
             from .lint_catalogue import mistake_errors
 
             errors += [LintError(*found) for found in mistake_errors(root)]
-    return errors
+    return _relative_to_project(errors, root)
 
 
 def report(errors: list[LintError]) -> str:
     return "\n".join(str(e) for e in errors)
+
+
+def _relative_to_project(errors: list[LintError], root: Path) -> list[LintError]:
+    for e in errors:
+        e.base = project_root_of(root)
+    return errors

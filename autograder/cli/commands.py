@@ -93,12 +93,13 @@ def cmd_check(args) -> int:
 def _lint_failed(root, **options) -> bool:
     """Print the assignment's authoring mistakes (`authoring/lint.py`); whether there were any."""
     from ..authoring.lint import lint, report
+    from ..authoring.paths import shown_assignment
 
     errors = lint(root, **options)
     if errors:
         print(report(errors), file=sys.stderr)
-        print(f"autograder: {len(errors)} authoring problem(s) in {shown_path(root)}; see "
-              "`autograder lint`", file=sys.stderr)
+        print(f"autograder: {len(errors)} authoring problem(s) in {shown_assignment(root)}; "
+              "see `autograder lint`", file=sys.stderr)
     return bool(errors)
 
 
@@ -108,7 +109,9 @@ def cmd_lint(args) -> int:
     root = find_assignment_root(args.assignment)
     if _lint_failed(root, reference=not args.no_reference):
         return 1
-    print(f"{shown_path(root)}: no authoring problems found")
+    from ..authoring.paths import shown_assignment
+
+    print(f"{shown_assignment(root)}: no authoring problems found")
     from ..authoring.forbidden_coverage import coverage
 
     print("\n".join(["forbidden routines, and where grading refuses them:", *coverage(root)]))

@@ -62,7 +62,9 @@ def test_question_name_differs_from_its_id(copy):
     assert "'doubling'" in text and 'fix: write `name = "double"`' in text
     # snapshot refuses before recording anything under the wrong name
     r = run_cli("snapshot", "-a", str(copy))
-    assert r.returncode == 2 and f"{q}:" in r.stderr
+    # Said relative to the project, never where it sits on the author's machine.
+    assert r.returncode == 2 and "\nassignments/double/tests/double.py:" in "\n" + r.stderr
+    assert str(copy.parent.parent) not in r.stderr
     assert not (copy / "snapshots" / "doubling.json").exists()
 
 
@@ -97,6 +99,10 @@ def test_stale_and_missing_snapshots(copy):
     edit(q, 'snapshot("small")', 'snapshot("smaller")')
     text = only(lint(copy, reference=False), q, line_of(q, 'snapshot("smaller")'))
     assert "double/smaller is missing" in text
+    # The fix names the assignment as the author runs it from the project, never by where the
+    # project sits on their machine.
+    assert "fix: run `autograder snapshot -a assignments/double`" in text, text
+    assert text.startswith("assignments/double/tests/double.py:") and str(copy) not in text
 
 
 def test_hidden_case_without_points(copy):
@@ -110,7 +116,9 @@ def test_build_and_check_refuse(copy):
     toml = copy / "assignment.toml"
     edit(toml, "[limits]", "[limit]")
     r = run_cli("build", "-a", str(copy), "--out", str(copy.parent.parent / "dist"))
-    assert r.returncode == 2 and f"{toml}:" in r.stderr and "[limit]" in r.stderr
+    assert r.returncode == 2 and "[limit]" in r.stderr
+    assert "\nassignments/double/assignment.toml:" in "\n" + r.stderr
+    assert str(toml.parent.parent.parent) not in r.stderr
     assert not (copy.parent.parent / "dist").exists()
     r = run_cli("check", str(copy.parent.parent / "reference" / "double.py"), "-a", str(copy))
     assert r.returncode == 2 and "[limit]" in r.stderr
