@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from helpers import (ROOT, TESTED_ELSEWHERE, assignment_names, assert_loses_and_keeps,
-                     corpus_files, id_list, read_header)
+                     cli_in_process, corpus_files, id_list, load_json, read_header)
 
 from autograder.assignment import load_assignment
 from autograder.authoring.notebook import notebook_path, notebook_text
@@ -36,20 +36,27 @@ def test_the_committed_notebook_is_what_the_generator_makes(name):
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_reference_takes_every_autograded_point_and_the_template_none(name, sandbox):
+def test_reference_takes_every_autograded_point_and_the_template_none(name, sandbox, tmp_path):
     """"The reference scores full marks" means every autograded point: written questions are
-    graded by hand, and the reference (which answers none) gets them only from a grader."""
+    graded by hand, and the reference (which answers none) gets their points only from a
+    grader. `grade` says what its total is made of."""
     assignment = load_assignment(name)
-    ref = grade_submission(assignment, assignment.reference_path, sandbox)
-    assert ref.error is None
-    assert list(ref.questions) == [q.id for q in assignment.questions]
-    for q in ref.questions.values():
-        assert q.status == "passed" and q.score == q.max_score > 0, q.feedback()
-        assert any(not c.hidden for c in q.cases), f"{q.id} has no public case"
-    autograded = sum(q.max_score for q in ref.questions.values())
-    assert ref.score == autograded
-    assert ref.max_score == autograded + sum(w.max_score for w in ref.written.values())
-    assert set(ref.written) == {w.id for w in assignment.written}
+    r = cli_in_process("grade", "-a", name, str(assignment.reference_path), "--json",
+                       str(tmp_path / "grades.json"))
+    assert r.returncode == 0, r.stderr[-3000:]
+    row = load_json(tmp_path / "grades.json")["submissions"][0]
+    assert row["error"] is None
+    autograded = {qid: q for qid, q in row["questions"].items() if q.get("kind") != "written"}
+    assert list(autograded) == [q.id for q in assignment.questions]
+    for qid, q in autograded.items():
+        assert q["status"] == "passed" and q["score"] == q["max_score"] > 0, q["feedback"]
+        assert any(not c["hidden"] for c in q["cases"]), f"{qid} has no public case"
+    points = sum(q["max_score"] for q in autograded.values())
+    written = sum(w.points for w in assignment.written)
+    assert row["score"] == points and row["max_score"] == points + written
+    if written:
+        assert f"totals: {points:g} autograded points and {written:g} of written questions " \
+               "graded by hand" in r.stdout, r.stdout
     template = grade_submission(assignment, assignment.template, sandbox)
     assert template.score == 0 and template.error is None
     for q in template.questions.values():
