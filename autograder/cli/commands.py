@@ -8,7 +8,7 @@ import sys
 import threading
 from pathlib import Path
 
-from ..assignment import ASSIGNMENTS_DIR, load_assignment
+from ..assignment import load_assignment
 from ..sandbox.limits import parse_cli_limits
 from ..status import CaseStatus, QuestionStatus
 from ..safetext import shown_path, visible
@@ -18,49 +18,13 @@ from .arguments import Parser, add_assignment_argument, run_entry_point
 BUILD_DIR = "dist"
 
 
-def _known_assignments() -> list[str]:
-    if not ASSIGNMENTS_DIR.is_dir():
-        return []
-    return sorted(d.name for d in ASSIGNMENTS_DIR.iterdir() if (d / "assignment.toml").is_file())
-
-
-def _assignment_for_file(path: Path | None, requested: str | None):
-    """The assignment asked for, else the one whose answer file has this name, else the only
-    one there is (a student bundle carries one), else the one whose functions the file's match
-    (`intake/track.py`), else attention, with a note saying how to ask for another."""
-    if requested:
-        return load_assignment(requested)
-    known = [load_assignment(name) for name in _known_assignments()]
-    for a in known:
-        if path is not None and Path(a.student_file).stem == path.stem:
-            return a
-    if len(known) == 1:
-        return known[0]
-    if path is not None and path.is_file():
-        from ..intake.submissions import UnreadableSubmission, read_submission
-        from ..intake.track import likely_assignment
-
-        try:
-            sub = read_submission(path)
-            source = sub.source if sub.cells is None else \
-                "\n".join(cell.source for cell in sub.cells)
-            found = likely_assignment(source, known)
-        except (UnreadableSubmission, OSError):
-            found = None
-        if found is not None:
-            return found
-        others = ", ".join(f"-a {a.name}" for a in known if a.name != "attention")
-        print(f"note: checking {shown_path(path)} as assignment 'attention' (its functions do "
-              f"not say which assignment it is for); for another, give {others}",
-              file=sys.stderr)
-    return load_assignment("attention")
-
-
 def cmd_check(args) -> int:
     from ..feedback import submission_text
     from ..grade import check_in_process
 
-    assignment = _assignment_for_file(Path(args.file) if args.file else None, args.assignment)
+    from ..intake.track import assignment_for_file
+
+    assignment = assignment_for_file(Path(args.file) if args.file else None, args.assignment)
     path = Path(args.file or assignment.student_file)
     if path.is_dir():
         inside = path / assignment.student_file
@@ -438,6 +402,19 @@ def cmd_build(args) -> int:
     return 0
 
 
+def cmd_new(args) -> int:
+    """A new assignment's files, ready to edit (`authoring/scaffold.py`)."""
+    from ..authoring.scaffold import ScaffoldError, run
+
+    try:
+        lines = run(args.name, Path(args.project), args.track, args.title)
+    except ScaffoldError as e:
+        print(f"autograder: {visible(e)}", file=sys.stderr)
+        return 2
+    print("\n".join(lines))
+    return 0
+
+
 def cmd_diagnose_eval(args) -> int:
     """Grade the wrong and correct corpora; measure how often feedback names the right mistake."""
     from ..project import PROJECT_ROOT
@@ -634,6 +611,16 @@ def build_parser() -> argparse.ArgumentParser:
     add_assignment_argument(n)
     n.add_argument("--no-reference", action="store_true",
                    help="do not run the reference (snapshots are only checked to exist)")
+
+    e = command("new", "start a new assignment: the template, the reference, assignment.toml, "
+                       "a question file, a catalogue and the notebook, linting clean", cmd_new)
+    e.add_argument("name", help="the assignment's name, also its student file's (NAME.py)")
+    e.add_argument("--track", choices=["torch", "numpy"], default="torch",
+                   help="what the functions take and return (default: torch)")
+    e.add_argument("--title", help="shown to students (default: from the name)")
+    e.add_argument("--project", default=".",
+                   help="the project folder that holds assignments/, reference/ and "
+                        "student_template/ (default: the current folder)")
 
     o = command("build", "build the student bundle, the Gradescope zip, the Classroom 50 "
                          "folder and the otter zip", cmd_build)
