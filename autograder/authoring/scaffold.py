@@ -101,8 +101,8 @@ def scale(x, factor):
 
 
 def _toml(name: str, title: str) -> str:
-    return f'''# The {name} assignment. Paths are relative to this folder or to the project root; every
-# key: docs/writing-an-assignment.md.
+    return f'''# The {name} assignment. Paths are relative to this folder or to the project root;
+# every key: docs/writing-an-assignment.md.
 name = "{name}"
 title = "{_toml_string(title)}"
 student_file = "{name}.py"
