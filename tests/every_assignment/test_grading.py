@@ -3,6 +3,7 @@ instructor meet it: its notebook is what the generator writes, its
 reference takes every autograded point and its template none, and each planted mistake of its
 corpus loses points on its own questions only, with feedback a student can act on that names
 the mistake its header declares."""
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -108,3 +109,14 @@ def test_surfaces_left_to_dedicated_tests_are_tested_there():
             text = (ROOT / "tests" / module).read_text()
             assert f'"{name}"' in text or (name == "attention" and "built" in text), \
                 (surface, name, module)
+
+
+def test_make_snapshot_and_lint_iterate_every_assignment():
+    r = subprocess.run(["make", "-n", "snapshot", "lint"], cwd=ROOT, capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    loops = [line for line in r.stdout.splitlines() if "for a in" in line]
+    assert len(loops) == 2, r.stdout
+    for line in loops:
+        listed = line.split("for a in", 1)[1].split(";", 1)[0].split()
+        assert listed == NAMES, line
