@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from ..safetext import shown_path
-from .render import totals_line, waiting_line
+from .render import waiting_line
 
 COMMAND_FILE = Path(".cache") / "grade-command.json"
 # Exit statuses of a grade run that wrote its files: 0; 2, some paths not found (their rows say
@@ -33,17 +33,16 @@ def after_grading(out: Path | None, assignment, graded: list, argv: list[str] | 
     if not assignment.written:
         return []
     results = [g.result for g in graded]
-    totals = totals_line(results, sum(q.points for q in assignment.written))
     if out is None:
         line = waiting_line(results, "; to grade them, write the results with --out FOLDER "
                                      f"and run `autograder review -a {assignment.name} FOLDER`")
-        return [totals] + ([line] if line else [])
+        return [line] if line else []
     from .apply import record_and_apply
 
     applied = record_and_apply(out, assignment, results)
     if argv:
         record_command(out, argv)
-    lines = [totals] + list(applied.warnings)
+    lines = list(applied.warnings)
     if applied.sync.regrade:
         lines.append(f"{len(applied.sync.regrade)} written answer(s) changed since they were "
                      "graded: they wait for a grader again")

@@ -78,18 +78,6 @@ def waiting_count(results: Iterable) -> int:
     return sum(a.waiting for r in results for a in r.written.values())
 
 
-def totals_line(results: list, written_points: float) -> str | None:
-    """What a total is made of when written questions exist: the autograded points, and the
-    written ones graded by hand (none before a grader scores them). So a total below the
-    maximum need not be a lost autograded point: every autograded point reads "full autograded
-    marks"."""
-    if not written_points or not results:
-        return None
-    autograded = max(sum(q.max_score for q in r.questions.values()) for r in results)
-    return (f"totals: {autograded:g} autograded points and {written_points:g} of written "
-            "questions graded by hand (0 until a grader scores them)")
-
-
 def waiting_line(results: list, review_hint: str = "") -> str | None:
     """The terminal's line on what waits for a grader, None when nothing does."""
     waiting = waiting_count(results)
