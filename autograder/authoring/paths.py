@@ -1,7 +1,7 @@
-"""How authoring commands name the files of an assignment: relative to its project (the folder
-two levels above the assignment's, where `assignment.toml`'s paths are resolved from and the
-author runs the commands), so that no message prints where the project sits on the author's
-machine."""
+"""How authoring commands name the files of an assignment: relative to the current folder when
+they are inside it, else relative to the assignment's project (the folder two levels above the
+assignment's, where `assignment.toml`'s paths are resolved from), so that no message prints
+where the project sits on the author's machine."""
 from __future__ import annotations
 
 import os
@@ -15,11 +15,15 @@ def project_root_of(root: Path) -> Path:
 
 
 def project_relative(path: Path, base: Path) -> str:
-    """`path` as seen from the project root `base` (never absolute: `../` where it lies
-    outside)."""
-    return Path(os.path.relpath(os.path.abspath(path), os.path.abspath(base))).as_posix()
+    """`path` as the author sees it: relative to the current folder when inside it, else as
+    seen from the project root `base` (never absolute: `../` where it lies outside)."""
+    absolute = os.path.abspath(path)
+    here = os.getcwd()
+    if os.path.commonpath([absolute, here]) == here:
+        return Path(os.path.relpath(absolute, here)).as_posix()
+    return Path(os.path.relpath(absolute, os.path.abspath(base))).as_posix()
 
 
 def shown_assignment(root: Path) -> str:
-    """How lint names an assignment folder: relative to its project (`assignments/NAME`)."""
+    """How lint names an assignment folder (`assignments/NAME` from the project's root)."""
     return project_relative(root, project_root_of(root))

@@ -21,9 +21,12 @@ BUILD_DIR = "dist"
 def cmd_check(args) -> int:
     from ..feedback import submission_text
     from ..grade import check_in_process
-
     from ..intake.track import assignment_for_file
 
+    if args.file and not os.path.lexists(args.file):     # said before any assignment is chosen
+        print(f"autograder: {shown_path(args.file)} not found; give the path of your .py or "
+              ".ipynb", file=sys.stderr)
+        return 2
     assignment = assignment_for_file(Path(args.file) if args.file else None, args.assignment)
     path = Path(args.file or assignment.student_file)
     if path.is_dir():
