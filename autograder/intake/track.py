@@ -78,6 +78,10 @@ def assignment_for_file(path: Path | None, requested: str | None) -> Assignment:
             return a
     if len(known) == 1:
         return known[0]
+    if path is not None and path.is_dir():     # the folder of one assignment's file
+        inside = [a for a in known if (path / a.student_file).is_file()]
+        if len(inside) == 1:
+            return inside[0]
     found = None
     if path is not None and path.is_file():
         from .submissions import UnreadableSubmission, read_submission
@@ -93,5 +97,5 @@ def assignment_for_file(path: Path | None, requested: str | None) -> Assignment:
         return found
     what = f"which assignment {shown_path(path)} is for (neither its name nor its functions " \
            "say)" if path is not None else "which assignment to check"
-    raise AssignmentError(f"cannot tell {what}: give -a NAME, one of "
-                          f"{', '.join(a.name for a in known) or 'none found'}")
+    choices = ", ".join(f"-a {a.name}" for a in known) or "none found"
+    raise AssignmentError(f"cannot tell {what}: give the assignment ({choices})")
