@@ -6,13 +6,14 @@ Each finding names the file, the line and the fix. Checked:
   otherwise be ignored without a word), and the required keys;
 * each question file: its `name` (and the name given to `Question(...)`) is the question's id
   (else its snapshots are recorded under the other name and every student is told the grader
-  could not run the case); a hidden case carries points;
+  could not run the case); a hidden case carries points; its `points` is what its cases give;
 * each question's `functions` are defined by the template (else the notebook gets a stub cell
   for a function students were never given);
 * each public case's snapshot exists and, when the reference is at hand, is what the reference
   records today (stale snapshots make public cases fail as grader errors);
 * every case, hidden ones included, names a function the template defines and, when the
-  reference is at hand, passes against it (`lint_cases.py`);
+  reference is at hand, passes against it (`lint_cases.py`) with inputs a student's process
+  can be sent (`travel.py`);
 * `[gradescope] hidden_visibility` keeps hidden points out of the total students see before
   grades are published (`lint_platforms.py`);
 * with the reference at hand, the catalogue of known mistakes (`lint_catalogue.py`): its rules
@@ -227,6 +228,7 @@ def _check_question_file(qid: str, path: Path, source: str) -> list[LintError]:
                                     f"not name the question {qid!r}",
                                     f"write `Question(name, ...)` or `Question(\"{qid}\", ...)`"))
     errors += _check_forbidden(path, tree)
+    errors += _check_points(path, tree)
     for node in tree.body:
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
@@ -244,6 +246,47 @@ def _check_question_file(qid: str, path: Path, source: str) -> list[LintError]:
                                         "points (it can fail without costing anything)",
                                         "give it `points=` greater than 0, or make it public"))
     return errors
+
+
+def _number(node: ast.expr | None) -> float | None:
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) \
+            and not isinstance(node.value, bool):
+        return float(node.value)
+    return None
+
+
+def _check_points(path: Path, tree: ast.Module) -> list[LintError]:
+    """The file's `points` against its cases' (otter's rule): cases may not give more than the
+    file allows (otter refuses to load it), and where every case gives its points the file may
+    not promise more than they add up to (the rest would be given by no case)."""
+    total = line = None
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 \
+                and isinstance(node.targets[0], ast.Name) and node.targets[0].id == "points":
+            total, line = _number(node.value), node.lineno
+    if total is None:
+        return []
+    given, unknown = 0.0, False
+    for node in tree.body:
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for dec in node.decorator_list:
+            if _is_test_case(dec) and isinstance(dec, ast.Call):
+                points = _keyword(dec, "points", 1)
+                value = _number(points)
+                if value is None:
+                    unknown = True
+                else:
+                    given += value
+    if given > total:
+        return [LintError(path, line, f"the cases give {given:g} points, more than the file's "
+                          f"`points = {total:g}` (otter refuses to load the file)",
+                          f"write `points = {given:g}`, or lower the cases' points")]
+    if given < total and not unknown:
+        return [LintError(path, line, f"the file's `points = {total:g}` promises more than its "
+                          f"cases give ({given:g}): no case would give the rest",
+                          f"write `points = {given:g}`, or raise the cases' points")]
+    return []
 
 
 def _check_forbidden(path: Path, tree: ast.Module) -> list[LintError]:
