@@ -1,7 +1,7 @@
 """How authoring commands name the files of an assignment: relative to the current folder when
-they are inside it, else relative to the assignment's project (the folder two levels above the
-assignment's, where `assignment.toml`'s paths are resolved from), so that no message prints
-where the project sits on the author's machine."""
+the author works inside the project and the file is there, else relative to the assignment's
+project (the folder two levels above the assignment's, where `assignment.toml`'s paths are
+resolved from), so that no message prints where the project sits on the author's machine."""
 from __future__ import annotations
 
 import os
@@ -15,13 +15,13 @@ def project_root_of(root: Path) -> Path:
 
 
 def project_relative(path: Path, base: Path) -> str:
-    """`path` as the author sees it: relative to the current folder when inside it, else as
-    seen from the project root `base` (never absolute: `../` where it lies outside)."""
-    absolute = os.path.abspath(path)
-    here = os.getcwd()
-    if os.path.commonpath([absolute, here]) == here:
+    """`path` as the author sees it: relative to the current folder when that is in the
+    project `base` and holds the path, else as seen from `base` (never absolute: `../` where
+    it lies outside)."""
+    absolute, base, here = os.path.abspath(path), os.path.abspath(base), os.getcwd()
+    if os.path.commonpath([here, base]) == base and os.path.commonpath([absolute, here]) == here:
         return Path(os.path.relpath(absolute, here)).as_posix()
-    return Path(os.path.relpath(absolute, os.path.abspath(base))).as_posix()
+    return Path(os.path.relpath(absolute, base)).as_posix()
 
 
 def shown_assignment(root: Path) -> str:
