@@ -14,10 +14,11 @@ if _sys.version_info < (3, 11):
 # Entry points that moved into packages: `python -m autograder.OLD` says where each went, in one
 # line, instead of "No module named". (While `-m` looks its module up, sys.argv[0] is "-m" and
 # the package is imported first: this runs then, and only then.)
-_MOVED = {"notebook": "python -m autograder.authoring.notebook",
+_MOVED = {"notebook": "python -m autograder.platforms.notebook",
           "actions": "python -m autograder.platforms.actions",
           "classroom50": "python -m autograder.platforms.classroom50",
-          "gradescope": "python -m autograder.platforms.gradescope"}
+          "gradescope": "python -m autograder.platforms.gradescope",
+          "authoring.notebook": "python -m autograder.platforms.notebook"}
 
 
 def _module_run_by_dash_m():

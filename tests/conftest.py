@@ -8,14 +8,15 @@ from pathlib import Path
 from typing import Callable
 
 import pytest
+from autograder.feedback.contract import submission_json
 
 # Test files in subfolders import the shared helpers module by name.
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from helpers import ROOT  # noqa: E402,F401 - puts the project first on the import path
 
-from autograder.assignment import load_assignment  # noqa: E402
-from autograder.grade import check_in_process, grade_submission  # noqa: E402
+from autograder.model.assignment import load_assignment  # noqa: E402
+from autograder.grading.grade import check_in_process, grade_submission  # noqa: E402
 
 
 PR_SET_CHILD_SUBREAPER = 36
@@ -89,7 +90,7 @@ def graded_corpus(tmp_path_factory, worker_id, sandbox):
     {file name: result}. The results go through their JSON form, as the class cache keeps
     them, so every worker (and a run without xdist) reads the same thing."""
     from helpers import corpus_files
-    from autograder.results import submission_from_json
+    from autograder.model.results import submission_from_json
 
     graded: dict[str, dict] = {}
 
@@ -99,7 +100,7 @@ def graded_corpus(tmp_path_factory, worker_id, sandbox):
 
             def make(folder: Path) -> dict:
                 wrong, correct = corpus_files(name)
-                results = {f.name: grade_submission(assignment, f, sandbox).to_json()
+                results = {f.name: submission_json(grade_submission(assignment, f, sandbox))
                            for f in wrong + correct}
                 assert len(results) == len(wrong) + len(correct), \
                     "corpus file names must be unique across folders"

@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 from typing import NamedTuple
+from autograder.feedback.plain import question_feedback
 
 ROOT = Path(__file__).resolve().parent.parent
 SUBMISSIONS = ROOT / "tests" / "submissions"
@@ -67,7 +68,7 @@ def corpus_files(name: str) -> tuple[list[Path], list[Path]]:
 def losing_submission(name: str) -> Path:
     """A submission that loses points: the assignment's first planted mistake, else its
     template (not attempted anywhere)."""
-    from autograder.assignment import load_assignment
+    from autograder.model.assignment import load_assignment
 
     wrong = corpus_files(name)[0]
     return wrong[0] if wrong else load_assignment(name).template
@@ -135,11 +136,11 @@ def assert_loses_and_keeps(result, header: dict, questions: list[str]) -> list[s
     assert sorted(loses + keeps) == sorted(questions)
     for qid in keeps:
         q = result.questions[qid]
-        assert q.status == "passed", f"{qid} should keep full marks: {q.feedback()}"
+        assert q.status == "passed", f"{qid} should keep full marks: {question_feedback(q)}"
     for qid in loses:
         q = result.questions[qid]
         assert q.score < q.max_score, f"{qid} should lose points ({header['mistake']})"
-        text = q.feedback()
+        text = question_feedback(q)
         assert text and "Traceback" not in text and "autograder/" not in text
     return loses
 
@@ -482,8 +483,8 @@ def cases_of(qid: str, assignment: str = "attention") -> list[Case]:
     """Each case of a question, in the order they run, as otter reads the question file."""
     import inspect
 
-    from autograder.assignment import load_assignment
-    from autograder.runner import load_question_file
+    from autograder.model.assignment import load_assignment
+    from autograder.grading.runner import load_question_file
 
     test_file = load_question_file(str(load_assignment(assignment).question(qid).test_file))
     return [Case(tc.name, float(tc.points or 0),

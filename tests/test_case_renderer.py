@@ -3,11 +3,13 @@ same about every case (message, named mistake and hint, repeats folded), and the
 mistakes by their names."""
 import json
 
-from autograder.feedback import question_lines
-from autograder.platforms.gradescope import to_gradescope
-from autograder.render import render_question
+from autograder.feedback.terminal import question_lines
+from autograder.platforms.gradescope.run import to_gradescope
+from autograder.feedback.render import render_question
 from autograder.course.report import feedback_markdown, write_reports
-from autograder.results import CaseResult, QuestionResult, SubmissionResult, results_json
+from autograder.feedback.contract import results_json
+from autograder.model.results import CaseResult, QuestionResult, SubmissionResult
+from autograder.feedback.plain import question_feedback
 
 HINT = "likely mistake: softmax without subtracting the maximum. Subtract the maximum."
 NAN = "softmax returned NaN for large logits"
@@ -37,7 +39,7 @@ def test_render_folds_repeats_and_hints_once():
 
 def test_every_output_shows_the_message_and_the_named_mistake():
     q = _softmax_question()
-    assert q.feedback().splitlines() == [
+    assert question_feedback(q).splitlines() == [
         f"case 'large logits': {NAN}",
         f"  {HINT}",
         "  (and 1 more case(s) with the same problem)",

@@ -7,8 +7,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from autograder import checks
-from autograder.checks import Labels
+from autograder.checking import checks
+from autograder.checking.checks import Labels
+from autograder.feedback.plain import question_feedback
 
 FLOATS = st.sampled_from([np.float32, np.float64])
 
@@ -126,6 +127,6 @@ def softmax(x, dim=-1):
     assert result.error is None
     softmax = result.questions["softmax"]
     assert softmax.status == "partial" and 0 < softmax.score < softmax.max_score  # 1-D cases pass
-    assert "has the wrong shape" in softmax.feedback() and "Traceback" not in softmax.feedback()
+    assert "has the wrong shape" in question_feedback(softmax) and "Traceback" not in question_feedback(softmax)
     for qid in QUESTIONS[1:]:
-        assert result.questions[qid].status == "passed", (qid, result.questions[qid].feedback())
+        assert result.questions[qid].status == "passed", (qid, question_feedback(result.questions[qid]))

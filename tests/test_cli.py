@@ -94,7 +94,7 @@ def test_an_unknown_assignment_says_where_it_was_looked_for_in_one_line(tmp_path
 
 
 def test_every_subcommand_takes_the_same_assignment_argument_and_describes_itself():
-    from autograder.assignment import ASSIGNMENT_ARGUMENT_HELP
+    from autograder.model.assignment import ASSIGNMENT_ARGUMENT_HELP
     from autograder.cli import build_parser
 
     parser = build_parser()
@@ -118,7 +118,7 @@ def test_every_subcommand_takes_the_same_assignment_argument_and_describes_itsel
 
 def test_version_names_the_package_and_the_engine():
     import autograder
-    from autograder.project import engine_version
+    from autograder.model.project import engine_version
 
     r = run_cli("--version")
     assert r.returncode == 0
@@ -126,12 +126,12 @@ def test_version_names_the_package_and_the_engine():
 
 
 def test_the_engine_version_follows_the_engine_files(tmp_path):
-    from autograder.build import write_engine
-    from autograder.project import engine_version
+    from autograder.platforms.build import write_engine
+    from autograder.model.project import engine_version
 
     copy = write_engine(tmp_path)
     assert engine_version(copy) == engine_version()      # a bundle's copy says the same
-    (copy / "grade.py").write_text((copy / "grade.py").read_text() + "\n# changed\n")
+    (copy / "grading" / "grade.py").write_text((copy / "grading" / "grade.py").read_text() + "\n# changed\n")
     assert engine_version(copy) != engine_version()
 
 
@@ -174,9 +174,10 @@ BAD_INVOCATIONS = [
     ("autograder.actions",),
     ("autograder.gradescope", "-a", "attention"),
     ("autograder.classroom50",),
-    ("autograder.authoring.notebook",),
-    ("autograder.authoring.notebook", "nope"),
-    ("autograder.authoring.notebook", "attention", "--bogus"),
+    ("autograder.authoring.notebook", "attention"),    # its name before the move
+    ("autograder.platforms.notebook",),
+    ("autograder.platforms.notebook", "nope"),
+    ("autograder.platforms.notebook", "attention", "--bogus"),
     ("autograder.platforms.actions",),
     ("autograder.platforms.actions", "-a", "nope"),
     ("autograder.platforms.classroom50", "-a", "nope"),
@@ -184,7 +185,7 @@ BAD_INVOCATIONS = [
     ("autograder.platforms.gradescope", "-a", "nope", "--from-json", "x.json"),
     ("autograder.platforms.gradescope", "-a", "attention", "--from-json", "gone.json"),
     ("autograder.platforms.gradescope", "-a", "attention", "--root", "no-such-folder"),
-    ("autograder.platforms.classroom50_autograder",),
+    ("autograder.platforms.classroom50.autograder_script",),
     ("autograder.sandbox.forkserver",),
     ("autograder.sandbox.forkserver", "abc"),
 ]
@@ -214,14 +215,17 @@ def test_every_main_block_is_in_the_list_above():
             found.add(".".join(rel.parts[:-1]))
         elif main_block:
             found.add(".".join(rel.parts))
-    assert {"autograder", "autograder.authoring.notebook"} <= found
+    assert {"autograder", "autograder.platforms.notebook"} <= found
+    # Each platform package is its own entry point (deployed scripts run these names).
+    assert {"autograder.platforms.gradescope", "autograder.platforms.classroom50",
+            "autograder.platforms.actions"} <= found
     assert found <= listed, found - listed
 
 
 def test_an_old_module_name_points_at_the_new_one():
     r = _module("autograder.notebook", "attention")
     assert r.stderr.strip() == ("python -m autograder.notebook: moved; run "
-                                "python -m autograder.authoring.notebook instead")
+                                "python -m autograder.platforms.notebook instead")
 
 
 def test_build_writes_to_dist_by_default_and_git_ignores_it():

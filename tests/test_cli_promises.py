@@ -15,6 +15,7 @@ import pytest
 
 from helpers import (QUESTIONS, ROOT, SUBMISSIONS, cli_in_process, copy_assignment,
                      read_header, run_cli)
+from autograder.feedback.plain import question_feedback
 
 HONEST = (SUBMISSIONS / "hostile" / "honest.py").read_text()
 TEMPLATE = ROOT / "student_template" / "attention.py"
@@ -50,7 +51,7 @@ def test_the_whole_submission_has_a_time_limit_of_its_own(assignment, sandbox, t
     """Two questions take 3 s each, well within their own 20 s, but together more than the
     submission's 5 s: the second is stopped by the submission's limit, says so, and nothing
     after it is graded as passed. Without that limit every question would pass."""
-    from autograder.grade import grade_submission
+    from autograder.grading.grade import grade_submission
 
     path = tmp_path / "attention.py"
     path.write_text(HONEST + SLOW_FIRST_CALLS)
@@ -58,8 +59,8 @@ def test_the_whole_submission_has_a_time_limit_of_its_own(assignment, sandbox, t
     result = grade_submission(assignment, path, sandbox, limits)
     q = result.questions
     assert [q[x].status for x in ("softmax", "attention")] == ["passed", "passed"]
-    assert q["mask"].status == "timeout", q["mask"].feedback()
-    assert "allowed for the whole submission" in q["mask"].feedback()
+    assert q["mask"].status == "timeout", question_feedback(q["mask"])
+    assert "allowed for the whole submission" in question_feedback(q["mask"])
     later = QUESTIONS[QUESTIONS.index("mask") + 1:]
     assert not any(q[x].status == "passed" for x in later), \
         {x: q[x].status for x in later}

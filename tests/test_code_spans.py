@@ -8,8 +8,8 @@ from markdown_it import MarkdownIt
 from helpers import SUBMISSIONS
 
 from autograder.course.report import feedback_html, feedback_markdown
-from autograder.platforms.actions import summary_markdown
-from autograder.safetext import html_text, markdown_text
+from autograder.platforms.actions.run import summary_markdown
+from autograder.model.safetext import html_text, markdown_text
 
 HINT_CODE = "math.sqrt(q.shape[-1])"
 

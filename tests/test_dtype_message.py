@@ -2,8 +2,8 @@
 import numpy as np
 import torch
 
-from autograder.cases import _float_dtypes
-from autograder.checks import compare_tensor
+from autograder.checking.question import _float_dtypes
+from autograder.checking.checks import compare_tensor
 
 
 def test_no_float_input_is_not_told_to_keep_it():

@@ -10,18 +10,21 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from autograder import checks
-from autograder.assignment import load_assignment
-from autograder.cases import ERROR_LINES, Question, randn, tidy_error
-from autograder.checks import CheckFailed
+from autograder.checking import checks
+from autograder.model.assignment import load_assignment
+from autograder.cases import Question, randn
+from autograder.checking.question import ERROR_LINES, tidy_error
+from autograder.checking.checks import CheckFailed
 from autograder.diagnose import Evidence, float32_rounding
-from autograder.feedback import question_lines
-from autograder.platforms.gradescope import question_output
+from autograder.feedback.terminal import question_lines
+from autograder.platforms.gradescope.run import question_output
 from autograder.course.report import feedback_markdown
-from autograder.results import CaseResult, QuestionResult, SubmissionResult
-from autograder.runner import add_dependency_notes
+from autograder.model.results import CaseResult, QuestionResult, SubmissionResult
+from autograder.grading.runner import add_dependency_notes
 from autograder.intake.signatures import call_problems, signature_note
-from autograder.status import CaseStatus
+from autograder.model.status import CaseStatus
+from autograder.feedback.plain import question_feedback
+from autograder.feedback.contract import question_json
 
 
 def _large_logits() -> torch.Tensor:
@@ -274,7 +277,7 @@ def test_every_output_indents_the_rest_of_a_multi_line_error():
     message = "softmax raised RuntimeError: first (line 3 of attention.py)\n    second"
     q = QuestionResult("softmax", [CaseResult("c", 1.0, False, "error", message, kind="error")])
     sub = SubmissionResult("s.py", {"softmax": q})
-    plain = q.feedback().splitlines()
+    plain = question_feedback(q).splitlines()
     # Each output indents the further line and marks it as the error's (`| `), so text from
     # the student's process never stands on a line of its own.
     assert plain[0].endswith("(line 3 of attention.py)") and plain[1] == "    | second"
@@ -282,7 +285,7 @@ def test_every_output_indents_the_rest_of_a_multi_line_error():
     assert terminal[1].endswith("(line 3 of attention.py)")
     assert terminal[2].strip() == "| second" and terminal[2].startswith(" " * 8)
     assert "\n  - \\| second" in feedback_markdown(sub, "s.py")
-    assert "\n           | second" in question_output(q.to_json(), qid="softmax")
+    assert "\n           | second" in question_output(question_json(q), qid="softmax")
 
 
 def test_only_a_line_feed_breaks_an_error_line():

@@ -14,6 +14,7 @@ import pytest
 from helpers import (AUTOGRADED_MAX, GRADED, MAX_SCORE, QUESTIONS, SUBMISSIONS, autograded,
                      cases_of, max_points, own_processes, points_before, points_without,
                      require_level, run_cli, settled)
+from autograder.feedback.contract import submission_json
 
 HOSTILE = SUBMISSIONS / "hostile"
 SECRET = "s3cr3t-grader-token-4711"
@@ -468,8 +469,8 @@ def test_rlimits_level_still_contains_processes_and_time(tmp_path):
 def test_without_pid_namespaces_the_fork_server_kills_what_workers_leave(level):
     """Where a worker cannot have a PID namespace of its own, the fork server, a subreaper,
     kills every process the worker left (and, with a worker user, every process of it)."""
-    from autograder.assignment import load_assignment
-    from autograder.grade import grade_submission
+    from autograder.model.assignment import load_assignment
+    from autograder.grading.grade import grade_submission
     from autograder.sandbox import Sandbox
 
     require_level(level)
@@ -479,7 +480,7 @@ def test_without_pid_namespaces_the_fork_server_kills_what_workers_leave(level):
     try:
         assert not sandbox.pidns
         for name in DEGRADED:
-            result = grade_submission(assignment, HOSTILE / name, sandbox, limits).to_json()
+            result = submission_json(grade_submission(assignment, HOSTILE / name, sandbox, limits))
             for qid, want in EXPECTED[name].items():
                 q = result["questions"][qid]
                 assert q["score"] == (q["max_score"] if want == "full" else want), \

@@ -10,12 +10,14 @@ import pytest
 
 from helpers import AUTOGRADED_MAX, QUESTIONS, SUBMISSIONS, max_points
 
-from autograder.assignment import AssignmentError
-from autograder.feedback import submission_text
-from autograder.integrity import tamper_policy
+from autograder.model.assignment import AssignmentError
+from autograder.feedback.terminal import submission_text
+from autograder.grading.integrity import tamper_policy
 from autograder.course.report import write_reports
-from autograder.results import submission_from_json
+from autograder.model.results import submission_from_json
 from autograder.static_scan import INTEGRITY_MESSAGE
+from autograder.feedback.plain import question_feedback
+from autograder.feedback.contract import submission_json
 
 HOSTILE = SUBMISSIONS / "hostile"
 MAX = {q: max_points(q) for q in QUESTIONS}     # from the question files
@@ -30,7 +32,7 @@ def flag_only(assignment):
 
 @pytest.fixture(scope="module")
 def grade_flag_only(flag_only, sandbox):
-    from autograder.grade import grade_submission
+    from autograder.grading.grade import grade_submission
 
     return lambda path: grade_submission(flag_only, path, sandbox)
 
@@ -57,7 +59,7 @@ def test_patching_the_engine_at_import_costs_every_question(grade, name):
         assert all(c.status == "integrity" and c.message == INTEGRITY_MESSAGE for c in q.cases)
     assert result.notes[0].startswith(INTEGRITY_MESSAGE)
     assert "autograder.sandbox." in result.notes[0]   # says what was touched, and where
-    row = result.to_json()
+    row = submission_json(result)
     assert row["integrity"][0]["kind"] == "tamper"
     assert row["integrity"][0]["rule"] == "engine-store"
     assert all(f["kind"] in ("tamper", "review") and f["line"] > 0 for f in row["integrity"])
@@ -76,10 +78,10 @@ def test_flag_only_keeps_grades_and_the_dispatcher_still_forbids(grade_flag_only
     of the library softmax, and the row is still flagged for the patch."""
     result = grade_flag_only(HOSTILE / "patch_engine_hides_forbidden_call.py")
     assert scores(result) == full_except(softmax=(0.0, "forbidden call"))
-    feedback = result.questions["softmax"].feedback()
+    feedback = question_feedback(result.questions["softmax"])
     assert "softmax called `torch.nn.functional.softmax`" in feedback
     assert result.notes[0].startswith(INTEGRITY_MESSAGE)
-    review = result.to_json()["integrity_review"]
+    review = submission_json(result)["integrity_review"]
     assert review["on_tamper"] == "flag" and review["evidence"] == "hard"
     assert review["score_without_penalty"] == result.score
 
@@ -101,9 +103,9 @@ def test_a_shortcut_only_the_source_shows_is_refused_where_it_runs(grade):
     is added for what the run already proved."""
     path = HOSTILE / "getattr_strings_hidden_softmax.py"
     result = grade(path)
-    row = result.to_json()
+    row = submission_json(result)
     assert scores(result) == full_except(softmax=(0.0, "forbidden call"))
-    feedback = result.questions["softmax"].feedback()
+    feedback = question_feedback(result.questions["softmax"])
     lines = path.read_text().splitlines()
     route = next(i for i, text in enumerate(lines, 1) if "getattr(_FUNCTIONAL, _NAME)" in text)
     assert f"line {route}: `getattr(_FUNCTIONAL, _NAME)` reaches " \
@@ -132,8 +134,8 @@ def test_a_shortcut_seen_but_never_run_keeps_its_points_and_is_flagged(grade, as
     path.write_text(src)
     result = grade(path)
     assert scores(result) == full_except()
-    assert "flagged for review" in result.questions["softmax"].feedback()
-    row = result.to_json()
+    assert "flagged for review" in question_feedback(result.questions["softmax"])
+    row = submission_json(result)
     assert [(f["kind"], f["rule"], f["question"]) for f in row["integrity"]] == [
         ("review", "library", "softmax")]
     assert row["integrity_review"] == {"on_tamper": "zero", "evidence": "review",
@@ -162,7 +164,7 @@ def test_tampering_inside_one_function_costs_the_questions_from_its_first_call(g
     assert scores(result) == full_except(block=(0.0, "integrity"))
     # The store is proven by the scan (engine modules are out of the worker's sys.modules, so at
     # run time it changes nothing): without the penalty the row would have had full marks.
-    assert result.to_json()["integrity_review"] == {
+    assert submission_json(result)["integrity_review"] == {
         "on_tamper": "zero", "evidence": "hard", "questions": ["block"],
         "score_without_penalty": float(AUTOGRADED_MAX)}
 
@@ -202,8 +204,8 @@ def test_on_tamper_must_be_zero_or_flag(assignment):
 def test_missing_gradients_are_a_failure_never_a_skip():
     import torch
 
-    from autograder import checks
-    from autograder.checks import Labels
+    from autograder.checking import checks
+    from autograder.checking.checks import Labels
 
     labels = Labels("attn", ["q", "k", "v"])
     exp = {"0/0": torch.ones(2), "0/1": torch.ones(2)}
@@ -218,7 +220,7 @@ def test_missing_gradients_are_a_failure_never_a_skip():
 def test_a_wrong_on_tamper_is_refused_when_the_assignment_loads(tmp_path):
     import shutil
 
-    from autograder.assignment import load_assignment
+    from autograder.model.assignment import load_assignment
 
     from helpers import ROOT
 

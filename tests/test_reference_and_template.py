@@ -1,5 +1,6 @@
 """The two anchors: the reference scores full marks, the untouched template scores 0."""
 from helpers import QUESTIONS, ROOT, snapshot_differences
+from autograder.feedback.plain import question_feedback
 
 
 def test_reference_scores_full_marks_in_the_sandbox(grade):
@@ -7,7 +8,7 @@ def test_reference_scores_full_marks_in_the_sandbox(grade):
     assert result.error is None
     assert list(result.questions) == QUESTIONS
     for q in result.questions.values():
-        assert q.status == "passed", q.feedback()
+        assert q.status == "passed", question_feedback(q)
         assert q.score == q.max_score > 0
     # Every question has public and hidden cases.
     for q in result.questions.values():
@@ -18,7 +19,7 @@ def test_template_is_not_attempted_everywhere(grade):
     result = grade(ROOT / "student_template" / "attention.py")
     assert result.score == 0 and result.error is None
     for q in result.questions.values():
-        assert q.status == "not attempted", q.feedback()
+        assert q.status == "not attempted", question_feedback(q)
         assert all(c.status == "not_attempted" for c in q.cases)
 
 
@@ -57,7 +58,7 @@ def test_snapshots_are_up_to_date(tmp_path, assignment):
     import json
 
     from autograder import cases
-    from autograder.runner import grade_functions
+    from autograder.grading.runner import grade_functions
 
     ref = assignment.load_reference()
     env = {n: getattr(ref, n) for n in assignment.api}

@@ -4,11 +4,12 @@ import json
 
 from helpers import ROOT, copy_assignment
 
-from autograder.assignment import load_assignment
-from autograder.feedback import question_lines, summary_table
-from autograder.grade import check_in_process
-from autograder.results import CaseResult, QuestionResult, SubmissionResult, results_json
-from autograder.status import CaseStatus, QuestionStatus, question_status
+from autograder.model.assignment import load_assignment
+from autograder.feedback.terminal import question_lines, summary_table
+from autograder.grading.grade import check_in_process
+from autograder.feedback.contract import results_json
+from autograder.model.results import CaseResult, QuestionResult, SubmissionResult
+from autograder.model.status import CaseStatus, QuestionStatus, question_status
 
 
 def test_values_are_the_strings_of_the_json_contract():

@@ -21,14 +21,13 @@ import warnings
 import torch
 import torch.nn.functional as F
 
-from autograder.diagnose import (Catalogue, all_of, any_of, axis_detail, changed_input,
-                                 computed_in_float32, equals_expected_transposed, expected_dtype,
-                                 factor_detail, fixed_rank, fixed_rank_detail, float32_rounding,
-                                 forbidden_call, gradient_cut, lowered_precision,
-                                 mixed_precision_error, nan_only_on_large_inputs,
-                                 none_unhandled, normalised_along_other_axis, not_,
-                                 off_by_constant_factor, raised, sums_to_one_along,
-                                 values_right_dtype_wrong)
+from autograder.catalogue import (Catalogue, all_of, any_of, axis_detail, changed_input,
+                                  computed_in_float32, equals_expected_transposed, expected_dtype,
+                                  factor_detail, fixed_rank, fixed_rank_detail, float32_rounding,
+                                  forbidden_call, gradient_cut, lowered_precision,
+                                  mixed_precision_error, nan_only_on_large_inputs, none_unhandled,
+                                  normalised_along_other_axis, not_, off_by_constant_factor,
+                                  raised, sums_to_one_along, values_right_dtype_wrong)
 
 catalogue = Catalogue()
 mistake = catalogue.variant

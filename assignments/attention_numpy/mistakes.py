@@ -10,12 +10,12 @@ import math
 
 import numpy as np
 
-from autograder.diagnose import (Catalogue, all_of, axis_detail, changed_input,
-                                 equals_expected_transposed, expected_dtype, factor_detail,
-                                 fixed_rank, fixed_rank_detail, forbidden_call,
-                                 lowered_precision, nan_only_on_large_inputs, none_unhandled,
-                                 normalised_along_other_axis, off_by_constant_factor,
-                                 raised_precision, sums_to_one_along, values_right_dtype_wrong)
+from autograder.catalogue import (Catalogue, all_of, axis_detail, changed_input,
+                                  equals_expected_transposed, expected_dtype, factor_detail,
+                                  fixed_rank, fixed_rank_detail, forbidden_call, lowered_precision,
+                                  nan_only_on_large_inputs, none_unhandled,
+                                  normalised_along_other_axis, off_by_constant_factor,
+                                  raised_precision, sums_to_one_along, values_right_dtype_wrong)
 
 catalogue = Catalogue()
 

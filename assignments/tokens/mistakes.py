@@ -11,7 +11,7 @@ import math
 
 import torch
 
-from autograder.diagnose import (Catalogue, all_of, any_of, changed_input, computed_in_float32,
+from autograder.catalogue import (Catalogue, all_of, any_of, changed_input, computed_in_float32,
                                  fixed_rank, fixed_rank_detail, float32_rounding, forbidden_call,
                                  gradient_cut, lowered_precision, mixed_precision_error, not_)
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 def coverage(root: Path) -> list[str]:
     """Lines for the report: one per question that forbids something, then its routines."""
-    from ..assignment import load_assignment
-    from ..runner import question_forbidden
+    from ..model.assignment import load_assignment
+    from ..grading.runner import question_forbidden
     from ..sandbox.forbidden_ops import ROUTINE_OPS
     from ..sandbox.library_routines import implementations
 

@@ -14,8 +14,9 @@ Each finding names the file, the line and the fix. Checked:
 * every case, hidden ones included, names a function the template defines and, when the
   reference is at hand, passes against it (`lint_cases.py`) with inputs a student's process
   can be sent (`travel.py`);
-* `[gradescope] hidden_visibility` keeps hidden points out of the total students see before
-  grades are published (`lint_platforms.py`);
+* each platform's settings (its table of `assignment.toml`), by the platform's own lint
+  (`platforms/<name>/__init__.py`: Gradescope's `hidden_visibility` keeps hidden points out of
+  the total students see before grades are published);
 * with the reference at hand, the catalogue of known mistakes (`lint_catalogue.py`): its rules
   can ship and its table of outcomes on the public cases is fresh;
 * the written questions of `written.toml` (`lint_written.py`).
@@ -35,20 +36,20 @@ import tomllib
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from ..assignment import _resolve, find_assignment_root, parse_answers, parse_api
-from ..sandbox.limits import Limits
+from ..model.assignment import _resolve, find_assignment_root, parse_answers, parse_api
+from ..model.limits import Limits
+from ..platforms.registry import lint_settings, settings_tables
 from .lint_written import lint_written, toml_finding
 from .paths import project_relative, project_root_of, shown_assignment
 from .lint_cases import function_names
-from .lint_platforms import gradescope_visibility
 
 TOP_KEYS = {"name", "title", "student_file", "template", "reference", "mistakes",
             "written_answers"}
 REQUIRED = ("name", "student_file", "template")
 # Tables and their keys; None: any key (`[outputs]` is keyed by function names).
-TABLES: dict[str, set[str] | None] = {
+# The engine's own tables; each platform adds the one it reads (`tables`).
+ENGINE_TABLES: dict[str, set[str] | None] = {
     "outputs": None,
-    "gradescope": {"hidden_visibility"},
     "integrity": {"on_tamper"},
     "limits": {f.name for f in fields(Limits)},
     "question": {"id", "functions", "answers"},
@@ -56,6 +57,11 @@ TABLES: dict[str, set[str] | None] = {
     # Written by `autograder build` into public bundles (platforms/public_only.py).
     "hidden_cases": {"cases", "points", "max_score", "points_by_question"},
 }
+
+
+def tables() -> dict[str, set[str] | None]:
+    """Every table `assignment.toml` may hold, with its keys (None: any key)."""
+    return {**ENGINE_TABLES, **settings_tables()}
 
 
 @dataclass
@@ -122,15 +128,16 @@ def _suggest(word: str, known) -> str:
 
 def _check_toml(path: Path, config: dict, where: _TomlLines) -> list[LintError]:
     errors = []
+    known = tables()
     for key, value in config.items():
-        if isinstance(value, (dict, list)) and key in TABLES:
+        if isinstance(value, (dict, list)) and key in known:
             continue
         if key in TOP_KEYS:
             continue
         if isinstance(value, (dict, list)) and key not in TOP_KEYS:
             errors.append(LintError(path, where.table(key), f"unknown table [{key}]"
-                                    f"{_suggest(key, TABLES)}",
-                                    f"rename it to one of [{'], ['.join(sorted(TABLES))}], "
+                                    f"{_suggest(key, known)}",
+                                    f"rename it to one of [{'], ['.join(sorted(known))}], "
                                     "or remove it"))
         else:
             errors.append(LintError(path, where.key("", key), f"unknown key `{key}`"
@@ -140,7 +147,7 @@ def _check_toml(path: Path, config: dict, where: _TomlLines) -> list[LintError]:
         if key not in config:
             errors.append(LintError(path, 1, f"`{key}` is missing",
                                     f"add `{key} = \"...\"` before the first table"))
-    for table, keys in TABLES.items():
+    for table, keys in known.items():
         value = config.get(table)
         if value is None or keys is None:
             continue
@@ -376,7 +383,7 @@ def _check_snapshots(root: Path, questions: list[tuple[str, Path]], fresh: dict 
 def _record_fresh(root: Path) -> tuple[dict, list[LintError]]:
     """What `autograder snapshot` would record now (nothing written), and the cases, hidden
     ones included, that the reference does not pass (`lint_cases`)."""
-    from ..assignment import load_assignment
+    from ..model.assignment import load_assignment
     from .lint_cases import reference_failures
     from .snapshots import record
 
@@ -401,8 +408,7 @@ def lint(name_or_path: str | Path, *, snapshots: bool = True, reference: bool = 
         return _relative_to_project([toml_finding(toml_path, e, LintError)], root)
     where = _TomlLines(text)
     errors = _check_toml(toml_path, config, where)
-    errors += [LintError(*f) for f in gradescope_visibility(
-        toml_path, config, where.key("gradescope", "hidden_visibility"))]
+    errors += [LintError(*f) for f in lint_settings(toml_path, config, where.key)]
     api: dict = {}
     answers: list[str] = []
     template_rel = config.get("template")

@@ -16,7 +16,7 @@ import ast
 import difflib
 from pathlib import Path
 
-from ..status import CaseStatus
+from ..model.status import CaseStatus
 
 CALLS = ("check", "call")   # Question methods whose first argument is a function's name
 
@@ -56,7 +56,7 @@ def function_names(path: Path, source: str, api: dict) -> list[Finding]:
 
 def case_lines(test_file: Path) -> dict[str, int]:
     """{case name shown to students: line of its function} in a question file."""
-    from ..runner import load_question_file
+    from ..grading.runner import load_question_file
 
     lines = {}
     for tc in load_question_file(str(test_file)).test_cases:

@@ -20,7 +20,7 @@ def _line_of(path: Path, mistake_id: str) -> int:
 
 def mistake_errors(root: Path) -> list[tuple[Path, int, str, str]]:
     """(file, line, message, fix) for each problem found."""
-    from ..assignment import AssignmentError, load_assignment
+    from ..model.assignment import AssignmentError, load_assignment
     from ..diagnose.catalogue import catalogue_for, catalogue_path
     from ..diagnose.portable import portability_problems
     from .paths import shown_assignment

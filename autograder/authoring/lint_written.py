@@ -14,7 +14,7 @@ import re
 import tomllib
 from pathlib import Path
 
-from ..written.spec import ITEM_KEYS, QUESTION_KEYS, RUBRIC_ELSEWHERE, written_file
+from ..model.written_spec import ITEM_KEYS, QUESTION_KEYS, RUBRIC_ELSEWHERE, written_file
 
 _KEY_LINE = re.compile(r"^\s*(\[\[question(\.rubric)?\]\]|([A-Za-z_]+)\s*=)")
 
@@ -201,7 +201,7 @@ def _lint_template(template: Path, answers: dict, qid: str, prompt: str, error) 
 
 
 def _lint_models(root: Path, config: dict, ids: set, error) -> list:
-    from ..assignment import _resolve
+    from ..model.assignment import _resolve
 
     rel = config.get("written_answers")
     if not isinstance(rel, str):

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from ..assignment import Assignment
+from ..model.assignment import Assignment
 from ..diagnose.catalogue import Catalogue, Mistake, catalogue_for, catalogue_path
 from ..diagnose.causes import MAX_BASES, MAX_OWN, _merge, _own
 from ..diagnose.portable import catalogue_data
@@ -43,8 +43,8 @@ def public_records(assignment: Assignment) -> list:
     """Every check the public cases make, with the reference as the student (so every check
     passes): their inputs, seeds and expected outcomes. One record per distinct call."""
     from ..diagnose.session import Session
-    from ..expected import recording
-    from ..runner import run_question
+    from ..checking.expected import recording
+    from ..grading.runner import run_question
 
     ref = assignment.load_reference()
     env = {name: getattr(ref, name, None) for name in assignment.api}
@@ -308,7 +308,7 @@ def about(assignment: Assignment) -> dict | None:
 
 def table_line(assignment: Assignment, written: bool, stats: TableStats | None) -> str:
     """What `autograder snapshot` says about the table ("" for an assignment without one)."""
-    from ..safetext import shown_path
+    from ..model.safetext import shown_path
 
     path = assignment.mistake_table
     if not written:

@@ -5,7 +5,7 @@ lives in: `student_template/NAME.py` (the stubs), `reference/NAME.py` (the hidde
 `assignments/NAME/` (`assignment.toml`, one question file with a public and a hidden case, a
 catalogue of known mistakes with one mistake that the public case catches, and `notebook.md`);
 then it records the public case's snapshot and the catalogue's table and writes the student
-notebook, as `autograder snapshot` and `python -m autograder.authoring.notebook` would. The
+notebook, as `autograder snapshot` and `python -m autograder.platforms.notebook` would. The
 result lints clean and its reference takes every autograded point: the author replaces the
 example function with theirs and reruns those two commands.
 
@@ -157,7 +157,7 @@ first; a rule names what an outcome shows. `autograder lint` asks that a public 
 every variant, and `autograder snapshot` records their outcomes on the public cases for the
 students' own checks.
 """
-from autograder.diagnose import Catalogue, changed_input
+from autograder.catalogue import Catalogue, changed_input
 
 catalogue = Catalogue()
 
@@ -229,7 +229,7 @@ def scaffold(project: Path, name: str, *, track: str = "torch",
     files = planned_files(project, name, title, track)
     there = [p for p in files if p.exists()] + \
         [p for p in [project / "assignments" / name] if p.exists()]
-    from ..project import ASSIGNMENTS_DIR
+    from ..model.project import ASSIGNMENTS_DIR
 
     shadow = ASSIGNMENTS_DIR / name
     if (shadow / "assignment.toml").is_file() and \
@@ -249,9 +249,9 @@ def scaffold(project: Path, name: str, *, track: str = "torch",
 
 def _record(adir: Path) -> list[Path]:
     """The snapshot of the public case, the catalogue's table and the student notebook."""
-    from ..assignment import load_assignment
+    from ..model.assignment import load_assignment
     from .mistake_table import write_table
-    from .notebook import notebook_path, notebook_text
+    from ..platforms.notebook.build import notebook_path, notebook_text
     from .snapshots import record, write_snapshots
 
     assignment = load_assignment(adir)
@@ -267,7 +267,7 @@ def _record(adir: Path) -> list[Path]:
 
 def run(name: str, project: Path, track: str, title: str | None) -> list[str]:
     """`autograder new`: the lines it prints (each file written, then what to do next)."""
-    from ..safetext import shown_path
+    from ..model.safetext import shown_path
 
     written = scaffold(project, name, track=track, title=title)
     here = Path(os.path.abspath(project)) == Path.cwd()
@@ -278,7 +278,7 @@ def run(name: str, project: Path, track: str, title: str | None) -> list[str]:
               f"{name}.py (the contract) and {shown_path(project / 'reference')}/{name}.py",
               f"  2. your questions in {shown_path(project / 'assignments' / name / 'tests')}/ "
               "(one file per [[question]] of assignment.toml), your mistakes in mistakes.py",
-              f"  3. autograder snapshot {ref}; python -m autograder.authoring.notebook "
+              f"  3. autograder snapshot {ref}; python -m autograder.platforms.notebook "
               f"{ref[3:]}",
               f"  4. autograder lint {ref}   (the guide: docs/writing-an-assignment.md)"]
     return lines

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..assignment import Assignment
+from ..model.assignment import Assignment
 
 # The rounding step, and the agreement that keeps an entry, as a fraction of the tolerance.
 STEP_FRACTION = 0.01
@@ -44,9 +44,9 @@ class Recording:
 def record(assignment: Assignment, include_hidden: bool = False) -> Recording:
     """Run the reference on every public case (and every hidden one with `include_hidden`,
     as lint does), recording what each snapshot holds (nothing is written)."""
-    from .. import cases
-    from ..runner import grade_functions
-    from ..status import QuestionStatus
+    from ..checking.expected import recording
+    from ..grading.runner import grade_functions
+    from ..model.status import QuestionStatus
 
     from .travel import travelling
 
@@ -56,7 +56,7 @@ def record(assignment: Assignment, include_hidden: bool = False) -> Recording:
     env.update({name: getattr(ref, name, None) for name in assignment.answers})
     store: dict = {}
     tolerances: dict = {}
-    with cases.recording(store, tolerances):
+    with recording(store, tolerances):
         result = grade_functions(assignment, "reference", lambda q: env,
                                  include_hidden=include_hidden)
     failing = [q.id for q in result.questions.values() if q.status != QuestionStatus.PASSED]
@@ -64,7 +64,7 @@ def record(assignment: Assignment, include_hidden: bool = False) -> Recording:
 
 
 def _tolerance(table: dict, dtype: str) -> tuple[float, float]:
-    from ..checks import DEFAULT_TOLERANCE
+    from ..checking.checks import DEFAULT_TOLERANCE
 
     rtol, atol = {**DEFAULT_TOLERANCE, **(table or {})}.get(dtype, (0.0, 0.0))
     return float(rtol), float(atol)

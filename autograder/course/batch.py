@@ -16,12 +16,12 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..assignment import Assignment
+from ..model.assignment import Assignment
 from .classlist import Student, display
-from .. import project
-from ..results import SubmissionResult, submission_from_json
-from ..sandbox.limits import Limits
-from ..status import CaseStatus, QuestionStatus
+from ..model import project
+from ..model.results import SubmissionResult, submission_from_json
+from ..model.limits import Limits
+from ..model.status import CaseStatus, QuestionStatus
 
 
 @dataclass
@@ -121,7 +121,7 @@ def grade_class(assignment: Assignment, students: list[Student], *, out: Path | 
                 graded[i] = Graded(s, hit, cached=s.file is not None)
                 continue
         if s.file is None:
-            from ..runner import failed_everywhere  # imports otter and torch: only when needed
+            from ..grading.runner import failed_everywhere  # imports otter and torch: only when needed
 
             row = failed_everywhere(assignment, _shown_path(s), _nothing_status(s),
                                     s.problem or "nothing to grade",
@@ -254,7 +254,7 @@ class _Grader:
             # The fork server first: it imports torch while this process imports the grading
             # code (torch too), side by side on two cores rather than one after the other.
             self.start_sandbox()
-            from ..grade import grade_submission
+            from ..grading.grade import grade_submission
 
             _one_thread()
             result = grade_submission(self.assignment, file, self.sandbox, self.limits,
@@ -263,8 +263,8 @@ class _Grader:
         except SandboxError:
             raise
         except Exception as e:  # noqa: BLE001 - one submission must never end a class run
-            from ..grade import report_internal_error
-            from ..runner import internal_error
+            from ..grading.grade import report_internal_error
+            from ..grading.runner import internal_error
 
             report_internal_error(shown, e)
             result = internal_error(self.assignment, shown, e,
@@ -304,7 +304,7 @@ def _nothing_secret_loaded(assignment: Assignment) -> bool:
     """Whether this process has read none of the assignment's private files yet (question
     files, snapshots, the reference, the mistakes catalogue): then a fork of it holds nothing
     a student may not see."""
-    from ..runner import load_question_file
+    from ..grading.runner import load_question_file
 
     if load_question_file.cache_info().currsize or _version_of.cache_info().currsize:
         return False
@@ -421,7 +421,7 @@ def _start_process(grader: _Grader, slots) -> None:
         grader.start_sandbox()
     except Exception:  # noqa: BLE001 - raised again by the first grade, in the main process
         pass
-    from .. import grade  # noqa: F401
+    from ..grading import grade  # noqa: F401
     multiprocessing.util.Finalize(None, grader.close, exitpriority=10)
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from ..safetext import visible
+from ..model.safetext import visible
 from .classlist import Student, display
 
 MAX_BYTES = 8 * 2**20

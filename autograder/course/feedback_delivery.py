@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import git_history
-from ..safetext import csv_cell
+from ..model.safetext import csv_cell
 
 BRANCH = "feedback"
 FILE_NAME = "FEEDBACK.md"

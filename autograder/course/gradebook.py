@@ -23,8 +23,8 @@ from . import git_history
 from .classlist import Student, display
 from .roster import who_text
 from .standing import Standing, days_text, plain_standing
-from ..safetext import csv_cell
-from ..status import QuestionStatus
+from ..model.safetext import csv_cell
+from ..model.status import QuestionStatus
 
 NO_SUBMISSION_BEFORE_DUE = "no submission before the due date"
 NOTHING_OF_YOURS = "nothing of yours before the due date"
@@ -409,7 +409,7 @@ class Term:
 
 def question_points(assignment, public_only: bool = False) -> dict[str, float]:
     """Each question's points (its cases', the hidden ones unless `public_only`)."""
-    from ..runner import load_question_file
+    from ..grading.runner import load_question_file
 
     points = {}
     for q in assignment.questions:
@@ -420,6 +420,6 @@ def question_points(assignment, public_only: bool = False) -> dict[str, float]:
 
 
 def visible_line(text: str) -> str:
-    from ..safetext import visible
+    from ..model.safetext import visible
 
     return visible(text)

@@ -11,8 +11,8 @@ scan. A roster student claimed by several folders (status "ambiguous") needs a d
 """
 from __future__ import annotations
 
-from ..results import SubmissionResult
-from ..status import QuestionStatus
+from ..model.results import SubmissionResult
+from ..model.status import QuestionStatus
 
 # `autograder grade`'s exit status when every row got its grade but some need the instructor
 # (0: all graded, nothing to look at; 2: a mistake in the command; 3: the sandbox cannot run;
@@ -26,7 +26,7 @@ def flag_repositories(graded, flags: list[dict], policy: str) -> None:
     """Flag each row whose repository had shipped files changed (`flags`: {"student", "why"}
     from `repository_flags`) for review: a note, and findings of kind "review" in the row's
     `integrity` (grades.json), which the terminal table, grades.csv and the report read."""
-    from ..integrity import flag_for_review
+    from ..grading.integrity import flag_for_review
     from ..static_scan import Finding
 
     by_student: dict[str, list[str]] = {}
@@ -66,7 +66,7 @@ def summary(results: list[SubmissionResult], statuses: list[str | None]) -> str 
     rows = [(r, w) for r, s in zip(results, statuses) if (w := reasons(r, s))]
     if not rows:
         return None
-    from ..safetext import visible
+    from ..model.safetext import visible
 
     shown = ", ".join(f"{visible(r.student or r.path)} ({', '.join(w)})" for r, w in rows[:20])
     more = " ..." if len(rows) > 20 else ""

@@ -1,7 +1,7 @@
 """The jinja2 environment of every HTML page the class tools write (report, similarity)."""
 from __future__ import annotations
 
-from ..project import ENGINE_DIR
+from ..model.project import ENGINE_DIR
 
 TEMPLATES = ENGINE_DIR / "course" / "templates"
 
@@ -12,7 +12,7 @@ def page_environment():
     import jinja2
     from markupsafe import Markup
 
-    from ..safetext import html_text
+    from ..model.safetext import html_text
 
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True)
     env.filters["code"] = lambda text: Markup(html_text(text))

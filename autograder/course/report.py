@@ -12,11 +12,12 @@ import statistics
 import time
 from pathlib import Path
 
-from ..assignment import Assignment
-from ..render import render_question
-from ..results import SubmissionResult, mistake_counts, results_json
-from ..safetext import csv_cell, markdown_inline, markdown_text
-from ..status import PROBLEM_STATUSES, CaseStatus, QuestionStatus, kind_words
+from ..model.assignment import Assignment
+from ..feedback.render import render_question
+from ..feedback.contract import results_json
+from ..model.results import SubmissionResult, mistake_counts
+from ..model.safetext import csv_cell, markdown_inline, markdown_text
+from ..model.status import PROBLEM_STATUSES, CaseStatus, QuestionStatus, kind_words
 from .pages import page_environment
 from ..written import render as written_render
 from .standing import Standing, plain_standing, statistics_rule

@@ -6,9 +6,9 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
+from typing import Callable
 
 from ..intake.student_files import UnreadableSubmission, is_link, read_student_file
-from ..platforms.actions import WORKFLOW_DIR
 from .import_shadows import shadowing_entries
 
 
@@ -51,8 +51,9 @@ def repository_flags(folder: Path, originals: dict[str, bytes]) -> list[str]:
 def added_files(folder: Path, originals: dict[str, bytes]) -> list[str]:
     """Entries (files, links, anything but folders) under the shipped folders that the
     bundle did not ship; caches (__pycache__, .pyc) aside. Links to folders are not entered."""
-    watched = {WORKFLOW_DIR} | {rel.split("/", 1)[0] for rel in originals
-                                if "/" in rel and not rel.startswith(".github/")}
+    # The workflows' folder (the shipped workflow's own), and every other top folder shipped.
+    watched = {rel.rsplit("/", 1)[0] if rel.startswith(".github/") else rel.split("/", 1)[0]
+               for rel in originals if "/" in rel}
     added = []
     for top in sorted(watched):
         start = folder / top
@@ -67,3 +68,28 @@ def added_files(folder: Path, originals: dict[str, bytes]) -> list[str]:
                 if rel not in originals and not name.endswith((".pyc", ".pyo")):
                     added.append(rel)
     return added
+
+
+def class_repository_flags(graded: list, shipped: Callable[[], dict[str, bytes]] | None
+                           ) -> list[dict]:
+    """{"student", "why"} for each change to the shipped files in the class's student
+    repositories (Classroom layout: a student folder holding the bundle's `.github/` or
+    `autograder/`); `shipped()` gives the bundle's files, asked for only when some folder is
+    such a repository."""
+    folders = [g.student.folder for g in graded]
+    if shipped is None or not any(f is not None and is_repository(f) for f in folders):
+        return []
+    originals = shipped()
+    flags = []
+    for g in graded:
+        folder = g.student.folder
+        if folder is None or not is_repository(folder):
+            continue
+        for why in repository_flags(folder, originals):
+            flags.append({"student": g.student.name, "why": why})
+    return flags
+
+
+def is_repository(folder: Path) -> bool:
+    """A student's copy of the bundle (what Classroom clones): it holds the bundle's folders."""
+    return any(os.path.lexists(folder / name) for name in (".github", "autograder"))

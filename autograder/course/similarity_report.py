@@ -12,7 +12,7 @@ import os
 import time
 from pathlib import Path
 
-from ..safetext import visible
+from ..model.safetext import visible
 from .pages import page_environment
 from .similarity import K, WINDOW, Comparison, Pair, Source
 

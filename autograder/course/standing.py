@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..results import SubmissionResult
-from ..status import QuestionStatus
+from ..model.results import SubmissionResult
+from ..model.status import QuestionStatus
 
 
 @dataclass(frozen=True)

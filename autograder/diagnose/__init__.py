@@ -32,17 +32,15 @@ The modules, by audience (everything public is importable from this package too)
   axis).
 * `causes`: the bounded search for several mistakes that together explain a case.
 * `fallback`: combinations of two mistakes, and fallback rules when nothing else matches.
-* `evaluate`: for `autograder diagnose-eval`: the corpus evaluation.
 
 This package imports torch; the class-level figures (`diagnoses`, `mistake_counts`) live in
-`autograder.results`, which stays torch-free for a class run's main process.
+`autograder.model.results`, which stays torch-free for a class run's main process.
 """
 from __future__ import annotations
 
-from ..results import diagnoses, mistake_counts
+from ..model.results import diagnoses, mistake_counts
 from .catalogue import (Catalogue, Family, Mistake, catalogue_for, catalogue_path, describe_mistakes,
                         load_catalogue)
-from .evaluate import NONE, Evaluation, evaluate, read_header
 from .session import (KEPT_BYTES, RECORD_FACTOR, RECORD_FLOOR, Session, collecting, note_check,
                       outcome_bytes)
 from .symptoms import (CLOSER, INF, Evidence, Predicate, all_of, any_of, as_tensor,
@@ -57,7 +55,7 @@ from .patterns import (axis_detail, factor_detail, fixed_rank, fixed_rank_detail
                        none_unhandled, normalised_along_other_axis, off_by_constant_factor)
 
 __all__ = [
-    # class-level figures (autograder.results)
+    # class-level figures (autograder.model.results)
     "diagnoses", "mistake_counts",
     # catalogue
     "Catalogue", "Family", "Mistake", "catalogue_for", "catalogue_path", "describe_mistakes",
@@ -78,6 +76,4 @@ __all__ = [
     # one submission
     "KEPT_BYTES", "RECORD_FACTOR", "RECORD_FLOOR", "Session", "collecting", "note_check",
     "outcome_bytes",
-    # corpus evaluation
-    "NONE", "Evaluation", "evaluate", "read_header",
 ]

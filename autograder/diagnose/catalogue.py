@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
-from ..assignment import Assignment, AssignmentError, _resolve
+from ..model.assignment import Assignment, AssignmentError, _resolve
 from .symptoms import Predicate
 
 

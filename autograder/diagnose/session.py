@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ..assignment import Assignment, AssignmentError
+from ..model.assignment import Assignment, AssignmentError
 from ..sandbox.execute import iter_arrays
 from .catalogue import catalogue_for
 from .fallback import decide

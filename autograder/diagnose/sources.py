@@ -21,8 +21,8 @@ import types
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..assignment import Assignment, AssignmentError
-from ..expected import quietly
+from ..model.assignment import Assignment, AssignmentError
+from ..checking.expected import quietly
 from ..sandbox.execute import run_call
 from ..sandbox.protocol import roundtrip_outcome
 from .catalogue import Catalogue, Mistake

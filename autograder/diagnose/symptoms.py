@@ -12,7 +12,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from ..checks import finite_float64, tolerance_for
+from ..checking.checks import finite_float64, tolerance_for
 from ..sandbox.execute import iter_arrays, iter_leaves, path_key
 
 Predicate = Callable[["Evidence"], bool]

@@ -22,7 +22,7 @@ import lzma
 import struct
 import threading
 
-from ..assignment import Assignment
+from ..model.assignment import Assignment
 from ..sandbox.protocol import decode_outcome
 from .portable import catalogue_from_data
 

@@ -11,8 +11,8 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from ..assignment import Assignment
-from ..checks import finite_float64, tolerance_for
+from ..model.assignment import Assignment
+from ..checking.checks import finite_float64, tolerance_for
 from ..memo.fingerprint import call_digest
 from .catalogue import Catalogue, Mistake
 from .sources import OutcomeUnknown, VariantSource

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..assignment import Signature
+from ..model.assignment import Signature
 
 
 @dataclass

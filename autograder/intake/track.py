@@ -10,9 +10,9 @@ import ast
 from pathlib import Path
 from typing import Sequence
 
-from ..assignment import Assignment, AssignmentError, load_assignment
-from ..project import ASSIGNMENTS_DIR
-from ..safetext import shown_path
+from ..model.assignment import Assignment, AssignmentError, load_assignment
+from ..model.project import ASSIGNMENTS_DIR
+from ..model.safetext import shown_path
 
 
 def _functions(tree: ast.Module) -> dict[str, list[str]]:

@@ -6,9 +6,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..assignment import Assignment
-from ..results import SubmissionResult
-from ..status import CaseStatus, QuestionStatus
+from ..model.assignment import Assignment
+from ..model.results import SubmissionResult
+from ..model.status import CaseStatus, QuestionStatus
 
 
 def choose_submission(assignment: Assignment, checkout: Path) -> Path:
@@ -28,22 +28,20 @@ def choose_submission(assignment: Assignment, checkout: Path) -> Path:
 
 def grade_checkout(assignment: Assignment, checkout: Path, *, sandbox: str = "auto"
                    ) -> SubmissionResult:
-    """The student's file graded in the sandbox, every case the bundle carries."""
-    from ..course.batch import grade_class
-    from ..course.classlist import discover
-    from ..runner import failed_everywhere
+    """The student's file graded in the sandbox, every case the bundle carries: a class of
+    one, through the recipe every class run follows (`course/class_run.py`)."""
+    from ..course.class_run import RunOptions, run_class
+    from ..grading.runner import failed_everywhere
 
     path = choose_submission(assignment, checkout)
     if not os.path.lexists(path):
         return failed_everywhere(assignment, path.name, CaseStatus.ERROR,
                                  f"{path.name} not found in the repository",
                                  include_hidden=True)
-    students = discover([str(path)], assignment.student_file)
     from ..written.render import for_ci
 
-    graded = grade_class(assignment, students, out=None, jobs=1, sandbox_level=sandbox,
-                         limits=assignment.limits, progress=False)
-    return for_ci(graded[0].result)   # written answers: graded by hand later
+    run = run_class(assignment, [str(path)], RunOptions(jobs=1, sandbox=sandbox, progress=False))
+    return for_ci(run.results[0])   # written answers: graded by hand later
 
 
 def grade_or_why_not(assignment: Assignment, checkout: Path, *, sandbox: str = "auto"

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..assignment import Assignment
+from ..model.assignment import Assignment
 
 TABLE = "hidden_cases"
 

@@ -65,7 +65,5 @@ process (`autograder check`, otter), where none of the isolation above applies.
 from .client import Sandbox
 from .errors import SandboxError
 from .levels import LEVELS, choose_level, protect_this_process
-from .limits import Limits, parse_cli_limits
 
-__all__ = ["LEVELS", "Limits", "Sandbox", "SandboxError", "choose_level", "parse_cli_limits",
-           "protect_this_process"]
+__all__ = ["LEVELS", "Sandbox", "SandboxError", "choose_level", "protect_this_process"]

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .answer import Status, WrittenAnswer
-from .spec import WrittenQuestion
+from ..model.written_answer import Status, WrittenAnswer
+from ..model.written_spec import WrittenQuestion
 from .store import FILE_NAME, Grade, Item, Store, SyncReport, digest, feedback_lines, score_of
 
 

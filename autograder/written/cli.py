@@ -12,7 +12,7 @@ import socket
 import sys
 from pathlib import Path
 
-from ..safetext import shown_path, visible
+from ..model.safetext import shown_path, visible
 
 DEFAULT_PORT = 8765
 
@@ -36,7 +36,7 @@ def add_arguments(parser) -> None:
 
 
 def cmd_review(args) -> int:
-    from ..assignment import load_assignment
+    from ..model.assignment import load_assignment
     from .store import FILE_NAME, Conflict, Store, StoreError
 
     assignment = load_assignment(args.assignment)

@@ -21,8 +21,8 @@ import re
 import textwrap
 from typing import Iterable
 
-from .answer import Status, WrittenAnswer
-from .spec import WrittenQuestion
+from ..model.written_answer import Status, WrittenAnswer
+from ..model.written_spec import WrittenQuestion
 
 MAX_CHARS = 20_000
 # What the generated notebook's answer cells hold until the student writes (otter's words).

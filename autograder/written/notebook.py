@@ -11,7 +11,7 @@ from __future__ import annotations
 import nbformat
 
 from .collect import PLACEHOLDERS
-from .spec import WrittenQuestion
+from ..model.written_spec import WrittenQuestion
 
 OTTER_ANSWER_TAG = "otter_answer_cell"
 INTRO = ("## Written questions (graded by hand)\n\n"

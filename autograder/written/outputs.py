@@ -15,7 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ..safetext import shown_path
+from ..model.safetext import shown_path
 from .render import waiting_line
 
 COMMAND_FILE = Path(".cache") / "grade-command.json"

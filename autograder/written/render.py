@@ -12,10 +12,10 @@ import re
 from dataclasses import dataclass
 from typing import Iterable
 
-from ..safetext import markdown_inline, visible
-from .answer import Status, WrittenAnswer
+from ..model.safetext import markdown_inline, visible
+from ..model.written_answer import Status, WrittenAnswer
 from .collect import summary, words
-from .spec import WrittenQuestion
+from ..model.written_spec import WrittenQuestion
 
 # Characters a page must not let act: C0/C1 controls but tab and line feed, the bidirectional
 # embeddings, overrides and isolates, and the zero-width marks that reorder or hide text.

@@ -22,10 +22,10 @@ from http.cookies import SimpleCookie
 from pathlib import Path
 from urllib.parse import parse_qsl, urlencode
 
-from ..project import ENGINE_DIR
+from ..model.project import ENGINE_DIR
 from .groups import group_answers, suggestion
 from .render import shown_text
-from .spec import WrittenQuestion
+from ..model.written_spec import WrittenQuestion
 from .store import MAX_COMMENT, Conflict, Store, score_of
 
 HERE = ENGINE_DIR / "written"

@@ -16,8 +16,8 @@ import io
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..safetext import csv_cell
-from .spec import WrittenQuestion
+from ..model.safetext import csv_cell
+from ..model.written_spec import WrittenQuestion
 from .store import MAX_COMMENT, Store, digest, score_of
 
 COLUMNS = ("student", "question", "points", "rubric", "comment")

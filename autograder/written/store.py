@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-from .spec import RubricItem, WrittenQuestion
+from ..model.written_spec import RubricItem, WrittenQuestion
 
 FILE_NAME = "review.sqlite"
 SCHEMA_VERSION = "1"

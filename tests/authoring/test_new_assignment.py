@@ -12,7 +12,7 @@ from otter.test_files.exception_test import ExceptionTestFile
 
 from helpers import ROOT, load_json, run_cli
 
-from autograder.assignment import ASSIGNMENTS_DIR, load_assignment
+from autograder.model.assignment import ASSIGNMENTS_DIR, load_assignment
 
 GUIDE = ROOT / "docs" / "writing-an-assignment.md"
 BLOCK = re.compile(r"<!-- file: (\S+) -->\n```\w*\n(.*?)\n```\n", re.S)
@@ -43,7 +43,7 @@ def adir(course):
     folder = course / "assignments" / "double"
     r = run_cli("snapshot", "-a", str(folder))
     assert r.returncode == 0, r.stdout + r.stderr
-    r = run_cli_module("autograder.authoring.notebook", str(folder))
+    r = run_cli_module("autograder.platforms.notebook", str(folder))
     assert r.returncode == 0, r.stdout + r.stderr
     return folder
 
@@ -81,7 +81,7 @@ def test_snapshot_and_notebook(adir, course):
     assert "42" not in json.dumps(snaps["recall.json"])
     nb = course / "student_template" / "double.ipynb"
     assert nb.is_file() and 'grader.check(\\"recall\\")' in nb.read_text()
-    r = run_cli_module("autograder.authoring.notebook", str(adir), "--check")
+    r = run_cli_module("autograder.platforms.notebook", str(adir), "--check")
     assert r.returncode == 0, r.stdout
 
 

@@ -15,8 +15,8 @@ from nbclient import NotebookClient
 from helpers import (AUTOGRADED_MAX, MAX_SCORE, QUESTIONS, ROOT, SUBMISSIONS, copy_assignment,
                      id_list, load_json, read_header, run_cli)
 
-from autograder.build import build_student
-from autograder.authoring.notebook import build_notebook, functions_of, notebook_path, notebook_text
+from autograder.platforms.build import build_student
+from autograder.platforms.notebook.build import build_notebook, functions_of, notebook_path, notebook_text
 from autograder.intake.submissions import python_lines, read_submission
 
 TEMPLATE_NB = ROOT / "student_template" / "attention.ipynb"
@@ -64,14 +64,14 @@ def bundle(tmp_path_factory, assignment):
 def test_committed_notebook_is_what_the_generator_makes(assignment):
     assert notebook_path(assignment) == TEMPLATE_NB
     assert TEMPLATE_NB.read_text() == notebook_text(assignment), \
-        "student_template/attention.ipynb is stale: run `python -m autograder.authoring.notebook attention`"
+        "student_template/attention.ipynb is stale: run `python -m autograder.platforms.notebook attention`"
 
 
 def test_notebook_md_explains_written_questions_above_their_prompts(tmp_path):
     """`<!-- question: ID -->` in notebook.md may name a written question as well as an
     autograded one; its text comes right above that question's prompt. An unknown id is
     refused, naming the ids there are."""
-    from autograder.assignment import load_assignment
+    from autograder.model.assignment import load_assignment
 
     adir = copy_assignment(tmp_path / "attention", "attention")
     prose = adir / "notebook.md"
@@ -144,7 +144,7 @@ def test_notebook_opened_alone_downloads_its_checks_from_bundle_url(built, tmp_p
     check then runs. Offline: the URL is a file:// one of the bundle `autograder build` made."""
     import os
 
-    from autograder.assignment import load_assignment
+    from autograder.model.assignment import load_assignment
     from helpers import copy_assignment
 
     url = (built / "attention-student.zip").as_uri()
@@ -239,7 +239,7 @@ def test_magics_grader_calls_and_failing_cells_cost_nothing(grade, assignment, t
 
 
 def _scores_public(assignment, path):
-    from autograder.grade import check_in_process
+    from autograder.grading.grade import check_in_process
 
     return {q: r.status for q, r in check_in_process(assignment, path).questions.items()}
 

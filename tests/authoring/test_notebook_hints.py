@@ -11,9 +11,9 @@ from nbclient import NotebookClient
 
 from helpers import SUBMISSIONS
 
-from autograder.assignment import load_assignment
-from autograder.authoring.notebook import build_notebook
-from autograder.build.student import build_student
+from autograder.model.assignment import load_assignment
+from autograder.platforms.notebook.build import build_notebook
+from autograder.platforms.student.build import build_student
 
 CASES = {
     "attention": (SUBMISSIONS / "wrong" / "attention_divides_by_dk.py", "attention",

@@ -39,7 +39,7 @@ def test_the_new_assignment_lints_clean_and_snapshots_unchanged(course, name):
         r.stdout + r.stderr
     r = run_cli("snapshot", "-a", name, cwd=course)
     assert r.returncode == 0 and r.stdout.count("unchanged ") == 2, r.stdout + r.stderr
-    r = subprocess.run([sys.executable, "-m", "autograder.authoring.notebook", name, "--check"],
+    r = subprocess.run([sys.executable, "-m", "autograder.platforms.notebook", name, "--check"],
                        cwd=course, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0 and "up to date" in r.stdout, r.stdout + r.stderr
 

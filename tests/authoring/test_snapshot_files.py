@@ -10,10 +10,10 @@ import pytest
 
 from helpers import ROOT, assignment_names, cli_in_process, copy_assignment
 
-from autograder.assignment import load_assignment
+from autograder.model.assignment import load_assignment
 from autograder.authoring.snapshots import (ROUNDED_PARTS, STEP_FRACTION, record, round_value,
                                             write_snapshots)
-from autograder.checks import DEFAULT_TOLERANCE
+from autograder.checking.checks import DEFAULT_TOLERANCE
 
 
 def _files(folder):

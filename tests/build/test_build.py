@@ -15,9 +15,10 @@ from otter.test_files.exception_test import ExceptionTestFile
 from helpers import (QUESTIONS, ROOT, SUBMISSIONS, cases_of, id_list, load_json, max_points,
                      read_header, run_cli)
 
-from autograder.build import (GRADER_ONLY_KEYS, GRADER_ONLY_TABLES, BuildError, case_visibility,
+from autograder.platforms.build import (GRADER_ONLY_KEYS, GRADER_ONLY_TABLES, BuildError, case_visibility,
                               drop_toml_tables, rewrite_toml, strip_hidden_cases)
-from autograder.platforms.gradescope import VISIBILITIES, to_gradescope
+from autograder.platforms.gradescope.run import VISIBILITIES, to_gradescope
+from autograder.feedback.contract import submission_json
 
 NAME = "attention"
 
@@ -246,7 +247,7 @@ def test_gradescope_zip_layout(built):
         names = set(zf.namelist())
         setup = zf.read("setup.sh").decode()
         modes = {i.filename: i.external_attr >> 16 for i in zf.infolist()}
-    assert {"setup.sh", "run_autograder", "requirements.txt", "autograder/grade.py",
+    assert {"setup.sh", "run_autograder", "requirements.txt", "autograder/grading/grade.py",
             f"assignments/{NAME}/reference/attention.py",
             f"assignments/{NAME}/reference/__init__.py"} <= names
     assert modes["run_autograder"] & 0o111 and modes["setup.sh"] & 0o111
@@ -259,8 +260,8 @@ def test_run_autograder_matches_autograder_grade(built, tmp_path, assignment, gr
     picked = [SUBMISSIONS / "wrong" / "block_pre_norm.py",
               SUBMISSIONS / "broken" / "syntax_error.py"]
     # What `autograder grade` writes for each (the same grading, in this process).
-    expected = {"block_pre_norm.py": corpus_results["block_pre_norm.py"].to_json(),
-                "syntax_error.py": grade(picked[1]).to_json()}
+    expected = {"block_pre_norm.py": submission_json(corpus_results["block_pre_norm.py"]),
+                "syntax_error.py": submission_json(grade(picked[1]))}
     for i, sub in enumerate(picked):
         results = _run_autograder(_gradescope_dir(tmp_path / str(i), built, sub))
         _valid_gradescope(results)
@@ -279,7 +280,7 @@ def test_run_autograder_matches_autograder_grade(built, tmp_path, assignment, gr
 
 def test_run_autograder_grades_a_notebook_and_handles_nothing_to_grade(built, tmp_path,
                                                                       assignment):
-    from autograder.authoring.notebook import notebook_text
+    from autograder.platforms.notebook.build import notebook_text
 
     nb = tmp_path / "attention.ipynb"
     nb.write_text(notebook_text(assignment,
@@ -341,7 +342,7 @@ def _otter_sample(tmp_path: Path, assignment) -> list[Path]:
     """Wrong submissions that between them lose points on every question (the fewest the
     corpus headers allow, picked greedily: each `otter run` is a process of its own), a
     forbidden call, and one as a notebook."""
-    from autograder.authoring.notebook import notebook_text
+    from autograder.platforms.notebook.build import notebook_text
 
     wrong = {f: set(id_list(read_header(f)["loses"]))
              for f in sorted((SUBMISSIONS / "wrong").glob("*.py"))}
@@ -377,7 +378,8 @@ def test_otter_run_gives_the_same_scores_as_autograder_grade(built, tmp_path, as
     sample = _otter_sample(tmp_path, assignment)
     # What `autograder grade` gives each (the same grading, in this process; the corpus files
     # as the suite graded them once).
-    ours = {s.name: (corpus_results[s.name] if s.name in corpus_results else grade(s)).to_json()
+    ours = {s.name: submission_json(corpus_results[s.name] if s.name in corpus_results
+                                    else grade(s))
             for s in sample}
     zip_path = built / f"{NAME}-otter.zip"
     with ThreadPoolExecutor(max_workers=2) as pool:

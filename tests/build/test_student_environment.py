@@ -16,9 +16,9 @@ from nbclient.exceptions import CellExecutionError
 
 from helpers import ROOT, SUBMISSIONS
 
-from autograder.assignment import load_assignment
-from autograder.build import build_student, zip_folder
-from autograder.authoring.notebook import build_notebook
+from autograder.model.assignment import load_assignment
+from autograder.platforms.build import build_student, zip_folder
+from autograder.platforms.notebook.build import build_notebook
 
 
 def _requirements(path: Path) -> dict[str, str]:

@@ -75,8 +75,8 @@ def reformat(source: str) -> str:
 
 def as_notebook(source: str) -> str:
     """The student notebook of the assignment with this code in its cells."""
-    from autograder.assignment import load_assignment
-    from autograder.authoring.notebook import notebook_text
+    from autograder.model.assignment import load_assignment
+    from autograder.platforms.notebook.build import notebook_text
 
     return notebook_text(load_assignment("attention"), source)
 

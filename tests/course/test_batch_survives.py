@@ -142,7 +142,7 @@ def test_a_fault_of_the_grader_becomes_that_submissions_row(assignment, small_cl
     """A bug of the trusted code on one submission (here: the question runner raising for
     one file) gives that submission an internal-error row; the next ones are graded, in the
     same one-process run, with a fresh sandbox."""
-    import autograder.grade as grade_module
+    import autograder.grading.grade as grade_module
 
     real = grade_module.grade_functions
 
@@ -187,7 +187,7 @@ def test_a_fault_outside_the_grading_of_one_submission_is_still_its_row(
         assignment, small_class, tmp_path, monkeypatch):
     """Even what `grade_submission` itself lets through (here: it raises for one file) becomes
     that submission's row in a class run."""
-    import autograder.grade as grade_module
+    import autograder.grading.grade as grade_module
 
     real = grade_module.grade_submission
 

@@ -15,7 +15,7 @@ import pytest
 from helpers import ROOT, copy_assignment, lent_sandbox
 
 from autograder.course import batch
-from autograder.assignment import load_assignment
+from autograder.model.assignment import load_assignment
 from autograder.course.classlist import Student
 
 TEMPLATE = ROOT / "student_template" / "attention.py"

@@ -9,7 +9,7 @@ from helpers import AUTOGRADED_MAX, MAX_SCORE, SUBMISSIONS, cli_in_process
 
 
 def test_report_flags_a_repository_whose_workflow_changed(assignment, tmp_path):
-    from autograder.build import shipped_files
+    from autograder.platforms.build import shipped_files
 
     cls = tmp_path / "class"
     for name in ("honest", "tamperer"):
@@ -53,7 +53,7 @@ def test_only_files_the_student_added_are_noted_as_not_graded(assignment, tmp_pa
     """Repositories made from the student bundle hold the engine, the assignment folder, the
     notebook...: none of those is an "also found, not graded" note. A file the student added,
     or the notebook they worked in beside the graded .py, still is."""
-    from autograder.build import bundle_files
+    from autograder.platforms.build import bundle_files
 
     cls = tmp_path / "class"
     for name in ("plain", "extra", "notebook"):

@@ -8,7 +8,7 @@ import json
 from helpers import AUTOGRADED_MAX, MAX_SCORE, QUESTIONS, WRITTEN, max_points
 from hostile_names import CSV_NAMES
 
-from autograder.safetext import csv_cell
+from autograder.model.safetext import csv_cell
 
 HONEST = "Ada Lovelace"
 FULL = {q: f"{max_points(q):g}" for q in QUESTIONS}

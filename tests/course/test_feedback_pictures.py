@@ -9,9 +9,10 @@ import pytest
 
 from helpers import SUBMISSIONS
 
-from autograder.assignment import load_assignment
+from autograder.model.assignment import load_assignment
 from autograder.course.report import feedback_html
-from autograder.grade import check_in_process
+from autograder.grading.grade import check_in_process
+from autograder.feedback.contract import submission_json
 
 CHROMIUM = "/usr/bin/chromium"
 
@@ -51,7 +52,7 @@ def test_mask_ignored_shows_weight_above_the_diagonal(corpus_results, tmp_path):
     # weight above the diagonal.
     assert mask["expected"][0][1:] == [0.0, 0.0] and mask["got"][0][1] > 0.1
     assert (mask["rows"], mask["cols"]) == ("query", "key")
-    assert "picture" not in str([c for q in result.to_json()["questions"].values()
+    assert "picture" not in str([c for q in submission_json(result)["questions"].values()
                                  for c in q.get("cases", []) if c["hidden"]])
     found = _in_browser(_page(result, "Attention", tmp_path / "feedback.html"),
                         tmp_path / "feedback.png")

@@ -154,7 +154,7 @@ def test_grade_files_and_check_refuse_a_link_given_by_name(tmp_path):
 
 
 def test_gradescope_refuses_a_linked_submission(tmp_path):
-    from autograder.platforms.gradescope import run
+    from autograder.platforms.gradescope.run import run
 
     root = tmp_path / "autograder"
     for sub in ("source", "submission", "results"):

@@ -4,9 +4,9 @@ import os
 
 import pytest
 
-from autograder.build import answer_files, shipped_files
+from autograder.platforms.build import answer_files, shipped_files
 from autograder.course.repository_flags import MAX_FLAGS, repository_flags
-from autograder.platforms.actions import WORKFLOW_PATH
+from autograder.platforms.actions.run import WORKFLOW_PATH
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +30,7 @@ def repo(tmp_path, originals, assignment):
 
 def test_the_shipped_files_are_the_whole_bundle_but_the_answers(originals, assignment):
     assert WORKFLOW_PATH in originals
-    assert "autograder/sandbox/worker.py" in originals and "autograder/grade.py" in originals
+    assert "autograder/sandbox/worker.py" in originals and "autograder/grading/grade.py" in originals
     assert "requirements.txt" in originals
     assert any(rel.startswith("assignments/") and "/tests/" in rel for rel in originals)
     assert not set(answer_files(assignment)) & set(originals)
@@ -40,7 +40,7 @@ def test_an_untouched_clone_is_not_flagged(repo, originals):
     assert repository_flags(repo, originals) == []
 
 
-@pytest.mark.parametrize("rel", ["autograder/sandbox/worker.py", "autograder/runner.py",
+@pytest.mark.parametrize("rel", ["autograder/sandbox/worker.py", "autograder/grading/runner.py",
                                  "requirements.txt"])
 def test_a_changed_engine_or_requirements_file_is_flagged(repo, originals, rel):
     (repo / rel).write_bytes((repo / rel).read_bytes() + b"\n# always pass\n")
@@ -64,7 +64,7 @@ def test_a_removed_workflow_or_a_link_in_its_place_is_flagged(repo, originals, t
 
 
 def test_a_fifo_or_a_huge_file_in_place_of_a_shipped_file_does_not_hang(repo, originals):
-    rel = "autograder/grade.py"
+    rel = "autograder/grading/grade.py"
     (repo / rel).unlink()
     os.mkfifo(repo / rel)
     assert repository_flags(repo, originals) == [f"{rel} is not a regular file (a link?)"]

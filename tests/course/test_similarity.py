@@ -16,7 +16,7 @@ import pytest
 import similarity_class as cls_
 from helpers import ROOT, SUBMISSIONS, cli_in_process, run_cli
 
-from autograder.assignment import load_assignment
+from autograder.model.assignment import load_assignment
 from autograder.course.classlist import Student
 from autograder.course import code_tokens
 from autograder.course.similarity import (base_hashes, compare_paths, compare_students,

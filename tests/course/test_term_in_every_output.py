@@ -130,7 +130,7 @@ def test_a_missing_roster_student_is_missing_everywhere(runs):
         problems = _section(report, "errored, timed out")
         assert "Dee" not in problems
         assert "(missing)" in _student_row(report, "Dee")
-    from autograder.status import QuestionStatus, question_status
+    from autograder.model.status import QuestionStatus, question_status
 
     assert question_status(["missing"], 0.0) == QuestionStatus.MISSING
 

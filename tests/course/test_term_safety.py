@@ -137,7 +137,7 @@ def test_a_claimed_row_sends_no_points_to_the_lms(tmp_path, assignment_torch):
 
 @pytest.fixture(scope="module")
 def assignment_torch():
-    from autograder.assignment import load_assignment
+    from autograder.model.assignment import load_assignment
 
     return load_assignment("attention")
 

@@ -11,12 +11,12 @@ import pytest
 from helpers import SUBMISSIONS
 
 from autograder import diagnose
-from autograder.assignment import load_assignment
+from autograder.model.assignment import load_assignment
 from autograder.diagnose import Catalogue, causes
-from autograder.grade import grade_submission
-from autograder.results import CaseResult, QuestionResult
-from autograder.runner import OVERFLOW_ADVICE, SHAPE_ADVICE, add_dependency_notes
-from autograder.status import CaseStatus
+from autograder.grading.grade import grade_submission
+from autograder.model.results import CaseResult, QuestionResult
+from autograder.grading.runner import OVERFLOW_ADVICE, SHAPE_ADVICE, add_dependency_notes
+from autograder.model.status import CaseStatus
 
 REALWORLD = SUBMISSIONS / "realworld"
 
@@ -278,7 +278,7 @@ def test_both_catalogues_share_ids_and_names(tracks):
                                   "mha_d_model_scale_no_output_projection.py",
                                   "attention_fill_zero_no_scaling.py"])
 def test_two_mistakes_in_one_function_are_both_named(graded, name):
-    from autograder.diagnose.evaluate import read_header, wanted
+    from autograder.yardsticks.evaluate import read_header, wanted
 
     path = SUBMISSIONS / "wrong" / name
     want = wanted(read_header(path)["diagnosis"])

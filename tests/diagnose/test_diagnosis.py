@@ -10,10 +10,11 @@ import pytest
 from helpers import ROOT, SUBMISSIONS, copy_assignment, read_header, run_cli
 
 from autograder import diagnose
-from autograder.assignment import load_assignment
-from autograder.diagnose.evaluate import wanted
-from autograder.feedback import question_lines
-from autograder.results import results_json
+from autograder.model.assignment import load_assignment
+from autograder.yardsticks.evaluate import NONE, evaluate, wanted
+from autograder.feedback.terminal import question_lines
+from autograder.feedback.contract import results_json
+from autograder.feedback.plain import question_feedback
 
 WRONG = sorted((SUBMISSIONS / "wrong").glob("*.py"))
 CORRECT = sorted((SUBMISSIONS / "correct").glob("*.py"))
@@ -29,7 +30,7 @@ def evaluation(corpus_results):
         graded[path.name] = corpus_results[path.name]
         return graded[path.name]
 
-    ev = diagnose.evaluate(SUBMISSIONS, grade_once)
+    ev = evaluate(SUBMISSIONS, grade_once)
     ev.graded = graded
     return ev
 
@@ -58,16 +59,16 @@ def test_corpus_headers_name_catalogue_mistakes(assignment):
     headers = [read_header(f).get("diagnosis") for f in WRONG]
     assert all(headers), [f.name for f, w in zip(WRONG, headers) if not w]
     ids = set().union(*(wanted(h) for h in headers))
-    assert ids - {diagnose.NONE} <= known, ids - known
-    assert len(ids - {diagnose.NONE}) >= 30    # distinct named mistakes in the corpus
-    assert headers.count(diagnose.NONE) >= 3   # and some the catalogue does not know
+    assert ids - {NONE} <= known, ids - known
+    assert len(ids - {NONE}) >= 30    # distinct named mistakes in the corpus
+    assert headers.count(NONE) >= 3   # and some the catalogue does not know
 
 
 @pytest.mark.parametrize("path", WRONG, ids=lambda p: p.stem)
 def test_wrong_submission_is_diagnosed(path, evaluation):
     want = wanted(read_header(path)["diagnosis"])
     named = diagnose.diagnoses(evaluation.graded[path.name])
-    if want == {diagnose.NONE}:
+    if want == {NONE}:
         assert not named, f"{path.name} makes a mistake the catalogue does not know: {named}"
     else:
         # Every mistake the file makes is named, and nothing else: naming nothing fails.
@@ -90,7 +91,7 @@ def test_divide_by_dk_gets_the_right_hint(evaluation, assignment):
     assert all(c.hint.startswith(hint) for c in failing)
     assert "math.sqrt(q.shape[-1])" in failing[0].hint
     # next to the failing case, in both renderings, and in the JSON for the class report
-    text = q.feedback()
+    text = question_feedback(q)
     assert text.index(failing[0].message) < text.index(hint)
     assert any(hint in line for line in question_lines(q))
     cases = results_json("attention", [result])["submissions"][0]["questions"]["attention"]
@@ -144,18 +145,18 @@ def _(ref, q, k, v, mask=None):
 
 
 def test_a_new_mistake_needs_no_engine_change(tmp_path, sandbox):
-    from autograder.grade import grade_submission
+    from autograder.grading.grade import grade_submission
 
     assignment = _assignment_with_catalogue(tmp_path, TINY)
     result = grade_submission(assignment, DIVIDES_BY_DK, sandbox, questions=["attention"])
     cases = [c for c in result.questions["attention"].cases if c.status != "passed"]
     assert cases and all(c.diagnosis == ["my_dk"] for c in cases)
     assert "likely mistake: my own name for it. Use the square root." in \
-        result.questions["attention"].feedback()
+        question_feedback(result.questions["attention"])
 
 
 def test_ambiguous_evidence_names_nothing(tmp_path, sandbox):
-    from autograder.grade import grade_submission
+    from autograder.grading.grade import grade_submission
 
     twice = TINY + TINY.split("catalogue = Catalogue()")[1].replace('"my_dk"', '"my_dk_again"')
     assignment = _assignment_with_catalogue(tmp_path, twice)
@@ -164,12 +165,12 @@ def test_ambiguous_evidence_names_nothing(tmp_path, sandbox):
     q = result.questions["attention"]
     assert q.score < q.max_score
     assert not diagnose.diagnoses(result)
-    assert "likely mistake" not in q.feedback()
-    assert "values differ" in q.feedback()        # the plain mismatch message stays
+    assert "likely mistake" not in question_feedback(q)
+    assert "values differ" in question_feedback(q)        # the plain mismatch message stays
 
 
 def test_a_broken_catalogue_is_reported_not_fatal(tmp_path, sandbox, capfd):
-    from autograder.grade import grade_submission
+    from autograder.grading.grade import grade_submission
 
     assignment = _assignment_with_catalogue(tmp_path, "catalogue = 1\n")
     with pytest.raises(Exception, match="Catalogue"):

@@ -10,9 +10,10 @@ import pytest
 
 from helpers import ROOT, SUBMISSIONS, cli_in_process
 
-from autograder.assignment import load_assignment
-from autograder.checks import OVERFLOW_ADVICE
-from autograder.grade import check_in_process
+from autograder.model.assignment import load_assignment
+from autograder.checking.checks import OVERFLOW_ADVICE
+from autograder.grading.grade import check_in_process
+from autograder.feedback.plain import question_feedback
 
 NUMPY = load_assignment("attention_numpy")
 
@@ -48,7 +49,7 @@ def test_a_right_output_by_chance_names_the_mistake_the_other_cases_name(corpus_
     assert case.diagnosis == ["scale_by_dk"]
     assert "the output is right here only because these inputs hide the mistake" in case.hint
     assert "scores divided by d_k instead of sqrt(d_k)" in case.hint
-    assert "the output is right here only" in result.questions["mask"].feedback()
+    assert "the output is right here only" in question_feedback(result.questions["mask"])
 
 
 def test_numpy_on_a_tensor_that_needs_a_gradient_names_the_cut(corpus_results):
@@ -125,7 +126,7 @@ def test_the_docstring_says_what_is_graded_about_the_library_softmax(tmp_path):
         "    return weights @ v, weights\n\n")))
     result = check_in_process(load_assignment("attention"), path)
     assert all(q.status == "passed" for q in result.questions.values()), \
-        {q.id: q.feedback() for q in result.questions.values()}
+        {q.id: question_feedback(q) for q in result.questions.values()}
 
 
 def test_one_library_attention_call_is_said_to_cost_every_question_it_reaches(grade,

@@ -11,13 +11,14 @@ import pytest
 from helpers import ROOT, SUBMISSIONS, assert_loses_and_keeps, id_list, read_header
 
 from autograder import diagnose
-from autograder.assignment import load_assignment
+from autograder.model.assignment import load_assignment
 from autograder.diagnose import Catalogue
-from autograder.diagnose.bundle_check import compare_tracks
+from autograder.yardsticks.bundle_check import compare_tracks
 from autograder.diagnose.patterns import line_assumption
-from autograder.diagnose.realworld import evaluate_realworld, expected_causes
-from autograder.grade import grade_submission
-from autograder.render import render_question
+from autograder.yardsticks.realworld import evaluate_realworld, expected_causes
+from autograder.grading.grade import grade_submission
+from autograder.feedback.render import render_question
+from autograder.feedback.plain import question_feedback
 
 REALWORLD = sorted((SUBMISSIONS / "realworld").glob("*.py"))
 QUESTIONS = {"attention": ["softmax", "attention", "mask", "split_heads", "multi_head", "block"]}
@@ -136,11 +137,11 @@ def test_fixed_rank_feedback_says_what_the_code_assumes_and_what_to_do(graded):
     assert "any number of leading dimensions" in first.hint
     assert "transpose(-2, -1)" in first.hint and "*x.shape[:-1]" in first.hint
     # Shown once per question, under the first failing case, in every output.
-    assert q.feedback().count("any number of leading dimensions") == 1
+    assert question_feedback(q).count("any number of leading dimensions") == 1
     # merge_heads, failing the same way on another rank, says its own part and points up.
-    assert "`merge_heads` fails on 3-D inputs" in q.feedback()
+    assert "`merge_heads` fails on 3-D inputs" in question_feedback(q)
     assert "so it works for one number of dimensions only. The advice above applies here " \
-           "too." in q.feedback()
+           "too." in question_feedback(q)
     numpy = render_question(results["numpy_unbatched_split_heads.py"].questions["split_heads"])
     assert "np.swapaxes(k, -2, -1)" in numpy.failing[0].hint
 

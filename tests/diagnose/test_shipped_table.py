@@ -22,18 +22,18 @@ import pytest
 from helpers import (ROOT, SUBMISSIONS, assignment_names, cli_in_process, copy_assignment,
                      corpus_files, run_cli)
 
-from autograder.assignment import load_assignment
+from autograder.model.assignment import load_assignment
 from autograder.authoring.mistake_table import public_records
 from autograder.diagnose import catalogue_for
 from autograder.diagnose import session as session_module
-from autograder.diagnose.bundle_check import bundle_assignment, public_places
+from autograder.yardsticks.bundle_check import bundle_assignment, public_places
 from autograder.diagnose.portable import catalogue_data, catalogue_from_data, from_spec, to_spec
 from autograder.diagnose.session import Session
 from autograder.diagnose.table import MAGIC, MistakeTable
 from autograder.diagnose.variants import _Runner
-from autograder.expected import recording
-from autograder.grade import check_in_process
-from autograder.runner import load_question_file, run_question
+from autograder.checking.expected import recording
+from autograder.grading.grade import check_in_process
+from autograder.grading.runner import load_question_file, run_question
 
 # Every assignment with a catalogue ships a table; each is held to the same promises.
 TRACKS = [n for n in assignment_names() if catalogue_for(load_assignment(n)) is not None]

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder.assignment import load_assignment
-from autograder.grade import grade_submission
+from autograder.grading.grade import grade_submission
+from autograder.model.assignment import load_assignment
 
 
 @pytest.fixture(scope="session")

@@ -12,9 +12,9 @@ from nbclient import NotebookClient
 
 from helpers import assignments_for, autograded_scores, losing_submission, run_cli
 
-from autograder.assignment import load_assignment
-from autograder.authoring.notebook import notebook_text
 from autograder.diagnose import catalogue_for
+from autograder.model.assignment import load_assignment
+from autograder.platforms.notebook.build import notebook_text
 
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from helpers import assignments_for, cli_in_process, examples_of, load_json
 
-from autograder.assignment import load_assignment
+from autograder.model.assignment import load_assignment
 
 # Assignments without an example class have no class to run these on.
 WITH_WRITTEN = [n for n in assignments_for("written answers")

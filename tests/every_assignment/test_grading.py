@@ -11,11 +11,11 @@ import pytest
 from helpers import (ROOT, TESTED_ELSEWHERE, assignment_names, assert_loses_and_keeps,
                      cli_in_process, corpus_files, id_list, load_json, read_header)
 
-from autograder.assignment import load_assignment
-from autograder.authoring.notebook import notebook_path, notebook_text
-from autograder.diagnose import NONE
-from autograder.grade import grade_submission
-from autograder.results import diagnoses
+from autograder.grading.grade import grade_submission
+from autograder.model.assignment import load_assignment
+from autograder.model.results import diagnoses
+from autograder.platforms.notebook.build import notebook_path, notebook_text
+from autograder.yardsticks.evaluate import NONE
 
 NAMES = assignment_names()
 WRONG = [(n, f) for n in NAMES for f in corpus_files(n)[0]]
@@ -33,7 +33,7 @@ def _ids(value):
 def test_the_committed_notebook_is_what_the_generator_makes(name):
     assignment = load_assignment(name)
     assert notebook_path(assignment).read_text() == notebook_text(assignment), \
-        f"run `python -m autograder.authoring.notebook {name}`"
+        f"run `python -m autograder.platforms.notebook {name}`"
 
 
 @pytest.mark.parametrize("name", NAMES)

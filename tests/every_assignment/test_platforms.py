@@ -19,8 +19,8 @@ import yaml
 from helpers import (assignments_for, autograded_scores, load_json, losing_submission,
                      run_workflow_step)
 
-from autograder.assignment import load_assignment
-from autograder.platforms.actions import step_id
+from autograder.model.assignment import load_assignment
+from autograder.platforms.actions.reporter import step_id
 
 
 

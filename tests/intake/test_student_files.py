@@ -10,7 +10,7 @@ import pytest
 from helpers import ROOT, SUBMISSIONS
 
 from autograder.course.classlist import LINKED_FOLDER, discover
-from autograder.grade import _syntax_message
+from autograder.grading.grade import _syntax_message
 from autograder.intake.student_files import UnreadableSubmission, pick_file, read_student_file
 from autograder.intake.submissions import MAX_BYTES, read_submission
 
@@ -225,7 +225,7 @@ def test_gradescope_exports_refuse_linked_submission_folders(tmp_path):
 
 
 def test_gradescope_asks_to_rename_when_no_file_has_the_expected_name(tmp_path):
-    from autograder.platforms.gradescope import pick_submission
+    from autograder.platforms.gradescope.run import pick_submission
 
     folder = make(tmp_path / "submission", "one.py", "two.py")
     path, notes = pick_submission(folder, "attention.py")

@@ -6,7 +6,8 @@ tests/sandbox/test_wire_properties.py.)"""
 import numpy as np
 import torch
 
-from autograder import cases, checks
+from autograder import cases
+from autograder.checking import checks
 from autograder.sandbox.execute import run_call
 from autograder.memo.fingerprint import call_digest
 

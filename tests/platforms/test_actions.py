@@ -15,8 +15,8 @@ import yaml
 
 from helpers import (QUESTIONS, SUBMISSIONS, WRITTEN_MAX, cli_in_process, run_cli,
                      run_workflow_step)
-from autograder.platforms.actions import WORKFLOW_PATH, workflow_yaml
-from autograder.platforms.github_classroom import step_id
+from autograder.platforms.actions.run import WORKFLOW_PATH, workflow_yaml
+from autograder.platforms.actions.reporter import step_id
 
 TEMPLATE = SUBMISSIONS.parent.parent / "student_template" / "attention.py"
 OUTPUT_LINE = re.compile(r"^([A-Za-z0-9_-]+)=([^\r\n]*)$")
@@ -46,7 +46,7 @@ def parse_outputs(text: str) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def repo(assignment, tmp_path_factory):
-    from autograder.build import build_student
+    from autograder.platforms.build import build_student
 
     return build_student(assignment, tmp_path_factory.mktemp("dist"))
 
@@ -177,7 +177,7 @@ def test_modules_committed_at_the_top_are_never_imported(own_repo, tmp_path):
 
 
 def test_outputs_are_appended_and_a_link_in_their_place_refused(tmp_path):
-    from autograder.platforms.actions import write_outputs
+    from autograder.platforms.actions.run import write_outputs
 
     out = tmp_path / "github_output"
     write_outputs(out, {"score": "3"})

@@ -12,6 +12,7 @@ import jsonschema
 import pytest
 
 from helpers import QUESTIONS, SUBMISSIONS, WRITTEN_MAX, autograded, run_cli
+from autograder.feedback.contract import submission_json
 
 NAME = "attention"
 
@@ -153,7 +154,7 @@ def test_public_points_say_they_are_not_the_grade(graded_once, corpus_results):
     recorded at build time, as grading on every case counts them (the suite's grading of the
     correct corpus, `autograder grade`'s rows)."""
     doc, body, stdout = graded_once(CORRECT)
-    full = corpus_results[CORRECT.name].to_json()
+    full = submission_json(corpus_results[CORRECT.name])
     most = full["max_score"] - WRITTEN_MAX      # the written questions: by hand, later
     hidden = most - doc["max-score"]
     assert hidden > 0
@@ -291,7 +292,7 @@ def test_what_is_missing_is_installed_and_the_rest_is_reused(bundle, tmp_path):
 
 
 def test_public_folder_has_no_hidden_case_unless_asked(bundle, graded_once, tmp_path):
-    from autograder.build import case_visibility
+    from autograder.platforms.build import case_visibility
 
     def hidden_cases(folder: Path) -> int:
         return sum(sum(case_visibility(f.read_text()).values())
@@ -320,7 +321,7 @@ def test_public_folder_has_no_hidden_case_unless_asked(bundle, graded_once, tmp_
 
 
 def test_result_uses_whole_points():
-    from autograder.platforms.classroom50 import whole_points
+    from autograder.platforms.classroom50.run import whole_points
 
     assert whole_points(2.5, 3) == (2, 3)
     assert whole_points(3, 3) == (3, 3)
@@ -344,7 +345,9 @@ def test_modules_committed_in_the_checkout_are_never_imported(bundle, tmp_path):
     (fake / "__init__.py").write_text(forge.format(marker=marker))
     (fake / "platforms").mkdir()
     (fake / "platforms" / "__init__.py").write_text(forge.format(marker=marker))
-    (fake / "platforms" / "classroom50.py").write_text(forge.format(marker=marker))
+    (fake / "platforms" / "classroom50").mkdir()
+    for name in ("__init__.py", "__main__.py", "run.py"):
+        (fake / "platforms" / "classroom50" / name).write_text(forge.format(marker=marker))
     r = run_autograder(bundle, repo)
     assert r.returncode == 0, r.stdout + r.stderr
     assert not marker.exists()

@@ -124,7 +124,7 @@ def test_python_too_old(tmp_path, zip_path):
 
 def test_grader_crash(tmp_path, zip_path):
     root = _layout(tmp_path, zip_path)
-    (root / "source" / "autograder" / "platforms" / "gradescope.py").write_text(
+    (root / "source" / "autograder" / "platforms" / "gradescope" / "run.py").write_text(
         "raise RuntimeError('a broken engine')\n")
     results, _ = _run(root, _tools(tmp_path / "bin"), python=sys.executable)
     _assert_fallback(results, "exit status 1", "without writing valid results", "instructor")
@@ -156,7 +156,7 @@ def test_truncated_or_stale_results_are_replaced(tmp_path, zip_path):
 
 def test_inner_grader_killed_is_reported_as_memory(tmp_path, monkeypatch):
     """The grading subprocess killed (the engine itself survives): memory, not time."""
-    from autograder.platforms import gradescope
+    from autograder.platforms.gradescope import run as gradescope
 
     root = tmp_path / "autograder"
     (root / "submission").mkdir(parents=True)
@@ -172,7 +172,7 @@ def test_inner_grader_killed_is_reported_as_memory(tmp_path, monkeypatch):
 
 
 def test_conversion_fault_still_writes_results(tmp_path, monkeypatch):
-    from autograder.platforms import gradescope
+    from autograder.platforms.gradescope import run as gradescope
 
     root = tmp_path / "autograder"
     (root / "submission").mkdir(parents=True)

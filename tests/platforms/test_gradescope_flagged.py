@@ -6,7 +6,7 @@ import re
 
 from helpers import AUTOGRADED_MAX, QUESTIONS, SUBMISSIONS, cases_of
 
-from autograder.platforms import gradescope
+from autograder.platforms.gradescope import run as gradescope
 
 UNREACHED = """
 def softmax(x, dim=-1):

@@ -13,7 +13,7 @@ import pytest
 
 from helpers import AUTOGRADED_MAX, SUBMISSIONS
 
-from autograder.platforms.gradescope_memory import MemoryCgroup, measure_run
+from autograder.yardsticks.gradescope_memory import MemoryCgroup, measure_run
 
 MiB = 2**20
 

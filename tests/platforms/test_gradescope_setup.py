@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.build.gradescope import SETUP_PYTHON
+from autograder.platforms.gradescope.build import SETUP_PYTHON
 
 FAKE_PYTHON = """#!/bin/bash
 if [ "$1" = --version ]; then echo "Python {version}"; exit 0; fi

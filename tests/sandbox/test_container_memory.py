@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from autograder.sandbox import cgroup
-from autograder.sandbox.limits import Limits
+from autograder.model.limits import Limits
+from autograder.feedback.plain import question_feedback
 
 MiB = 2**20
 
@@ -78,7 +79,7 @@ def softmax(x, dim=-1):
 @pytest.mark.parametrize("crowded", [True, False])
 def test_timeout_under_container_pressure_says_memory(tmp_path, assignment, sandbox, crowded,
                                                      monkeypatch):
-    from autograder.grade import grade_submission
+    from autograder.grading.grade import grade_submission
 
     state = cgroup.MemoryState(768 * MiB, 740 * MiB) if crowded else None
     monkeypatch.setattr(cgroup, "pressure", lambda: state)
@@ -87,7 +88,7 @@ def test_timeout_under_container_pressure_says_memory(tmp_path, assignment, sand
     limits = Limits(question_seconds=1.5, submission_seconds=20)
     result = grade_submission(assignment, sub, sandbox, limits, questions=["softmax"])
     q = result.questions["softmax"]
-    text = q.feedback()
+    text = question_feedback(q)
     if crowded:
         assert q.status == "memory limit", text
         assert "out of memory" in text and "740 of 768 MiB" in text

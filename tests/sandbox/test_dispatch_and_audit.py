@@ -24,6 +24,7 @@ import pytest
 import torch
 
 from helpers import AUTOGRADED_MAX, GRADED, MAX_SCORE, QUESTIONS, SUBMISSIONS
+from autograder.feedback.contract import submission_json
 
 HOSTILE = SUBMISSIONS / "hostile"
 SOFTMAX = ["torch.softmax", "torch.nn.functional.softmax", "torch.Tensor.softmax",
@@ -356,9 +357,10 @@ def test_honest_idioms_keep_full_marks_and_no_flag(graded):
 PROBE_SCRIPT = r"""
 import json, sys
 from pathlib import Path
-from autograder import integrity
-from autograder.assignment import load_assignment
-from autograder.grade import grade_submission
+from autograder.grading import integrity
+from autograder.model.assignment import load_assignment
+from autograder.feedback.contract import submission_json
+from autograder.grading.grade import grade_submission
 from autograder.sandbox import Sandbox
 from autograder.static_scan import ScanResult
 
@@ -368,7 +370,8 @@ integrity.tamper_policy = lambda a: "flag"
 ScanResult.forbidden = lambda self, *args: []
 sandbox = Sandbox("auto")
 try:
-    row = grade_submission(load_assignment("attention"), Path(sys.argv[1]), sandbox).to_json()
+    row = submission_json(grade_submission(load_assignment("attention"), Path(sys.argv[1]),
+                                           sandbox))
 finally:
     sandbox.close()
 print(json.dumps(row["questions"]["softmax"]))
@@ -483,15 +486,15 @@ HONEST_BODY = (SUBMISSIONS / "correct" / "reference_style.py").read_text()
 
 
 def _grade_one(tmp_path, source: str) -> dict:
-    from autograder.assignment import load_assignment
-    from autograder.grade import grade_submission
+    from autograder.model.assignment import load_assignment
+    from autograder.grading.grade import grade_submission
     from autograder.sandbox import Sandbox
 
     path = tmp_path / "attention.py"
     path.write_text(source)
     sandbox = Sandbox("auto")
     try:
-        return grade_submission(load_assignment("attention"), path, sandbox).to_json()
+        return submission_json(grade_submission(load_assignment("attention"), path, sandbox))
     finally:
         sandbox.close()
 

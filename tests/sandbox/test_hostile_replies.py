@@ -14,7 +14,7 @@ import torch
 
 from autograder.sandbox import wire
 from autograder.sandbox.execute import run_call
-from autograder.sandbox.limits import Limits
+from autograder.model.limits import Limits
 from autograder.sandbox.protocol import decode_outcome, encode_outcome, roundtrip_outcome
 from autograder.sandbox.session import (MALFORMED, MalformedReply, WorkerSession, WorkerStopped,
                                         _load_result)

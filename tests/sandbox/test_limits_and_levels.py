@@ -1,7 +1,7 @@
 """Limits live in one place and can be overridden; the sandbox says which level it uses."""
 import pytest
 
-from autograder.sandbox.limits import Limits, parse_cli_limits
+from autograder.model.limits import Limits, parse_cli_limits
 from helpers import run_cli
 
 

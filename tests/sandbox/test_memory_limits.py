@@ -19,6 +19,8 @@ import pytest
 from helpers import (AUTOGRADED_MAX, GRADED, LEVELS, MAX_SCORE, QUESTIONS, RUN_TOKEN, SUBMISSIONS,
                      flag_only_assignment, require_level, run_cli, run_ipc_key)
 
+from autograder.feedback.contract import submission_json
+
 HONEST = (SUBMISSIONS / "hostile" / "honest.py").read_text()
 
 SYSV_PRELUDE = '''
@@ -273,8 +275,8 @@ def test_without_worker_namespaces_what_a_worker_leaves_is_removed(level):
     """Where workers cannot have mount and IPC namespaces of their own (bubblewrap without
     root), the fork server removes the IPC objects and temporary files of the worker's user
     after each worker. Shared memory is then not capped while the worker runs (docs/how-grading-works.md)."""
-    from autograder.assignment import load_assignment
-    from autograder.grade import grade_submission
+    from autograder.model.assignment import load_assignment
+    from autograder.grading.grade import grade_submission
     from autograder.sandbox import Sandbox
 
     require_level(level)
@@ -289,8 +291,8 @@ def test_without_worker_namespaces_what_a_worker_leaves_is_removed(level):
         assert not sandbox.mechanisms["ipcns"] and "removed after it" in sandbox.memory
         _build(folder / "class", {"a_leaver.py": LEAVER, "b_seeker.py": SEEKER})
         for name in ("a_leaver.py", "b_seeker.py"):
-            result = grade_submission(assignment, folder / "class" / name, sandbox,
-                                      limits).to_json()
+            result = submission_json(grade_submission(assignment, folder / "class" / name,
+                                                      sandbox, limits))
             assert result["score"] == AUTOGRADED_MAX and result["max_score"] == MAX_SCORE, \
                 (name, {q: v["feedback"] for q, v in result["questions"].items()})
     finally:
@@ -322,8 +324,8 @@ def softmax(x, dim=-1):
 @pytest.mark.slow
 @pytest.mark.parametrize("level", LEVELS)
 def test_the_sandbox_cgroup_bounds_memory_no_rlimit_counts(tmp_path, level):
-    from autograder.assignment import load_assignment
-    from autograder.grade import grade_submission
+    from autograder.model.assignment import load_assignment
+    from autograder.grading.grade import grade_submission
     from autograder.sandbox import Sandbox
 
     _level(level)
@@ -336,8 +338,8 @@ def test_the_sandbox_cgroup_bounds_memory_no_rlimit_counts(tmp_path, level):
         _build(tmp_path / "class", {"memfd_hog.py": MEMFD_HOG})
         assignment = load_assignment(str(flag_only_assignment(tmp_path)))
         limits = assignment.limits.override({"memory_mb": 256, "question_seconds": 20})
-        result = grade_submission(assignment, tmp_path / "class" / "memfd_hog.py", sandbox,
-                                  limits).to_json()
+        result = submission_json(grade_submission(assignment, tmp_path / "class" / "memfd_hog.py",
+                                                  sandbox, limits))
         softmax = result["questions"]["softmax"]
         assert softmax["status"] == "memory limit" and softmax["score"] == 0, softmax
         assert "memory cgroup" in softmax["feedback"]

@@ -19,6 +19,7 @@ import pytest
 from helpers import SUBMISSIONS
 
 from autograder.sandbox import cgroup
+from autograder.feedback.contract import submission_json
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -123,8 +124,8 @@ def test_a_new_sandbox_does_not_read_old_kills_as_its_workers(monkeypatch, tmp_p
     """A group whose count of processes killed for its limit is not zero when the sandbox
     starts: a worker that ends itself (os._exit) is an error of the student's, not a memory
     limit."""
-    from autograder.assignment import load_assignment
-    from autograder.grade import grade_submission
+    from autograder.model.assignment import load_assignment
+    from autograder.grading.grade import grade_submission
     from autograder.sandbox import Sandbox
 
     group = _new_group()
@@ -138,9 +139,9 @@ def test_a_new_sandbox_does_not_read_old_kills_as_its_workers(monkeypatch, tmp_p
         monkeypatch.setattr(cgroup, "make_group", lambda name: group)
         sandbox = Sandbox("rlimits")
         try:
-            result = grade_submission(load_assignment("attention"),
-                                      SUBMISSIONS / "hostile" / "os_exit_in_softmax.py",
-                                      sandbox).to_json()
+            result = submission_json(grade_submission(
+                load_assignment("attention"), SUBMISSIONS / "hostile" / "os_exit_in_softmax.py",
+                sandbox))
         finally:
             sandbox.close()
         softmax = result["questions"]["softmax"]

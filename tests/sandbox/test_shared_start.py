@@ -24,7 +24,7 @@ MARKER = "MARKER-" + "5e21b7"      # never written whole in this file's source
 
 PROBE = '''
 import json, os, sys
-from autograder.assignment import load_assignment
+from autograder.model.assignment import load_assignment
 from autograder.sandbox import Sandbox
 
 sandbox = Sandbox("user", share_torch=True)

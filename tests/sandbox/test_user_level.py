@@ -277,11 +277,11 @@ def test_rlimits_level_as_root_still_leaves_nothing(tmp_path, grader_tmp):
 def test_gradescope_setup_leaves_only_the_interpreter_and_sandbox_readable(tmp_path):
     """setup.sh (run as root in the image) unzips everything readable to all; afterwards the
     sandbox's user may read the interpreter and the sandbox package, nothing else of source/."""
-    from autograder.build import SETUP_PERMISSIONS
+    from autograder.platforms.build import SETUP_PERMISSIONS
 
     root = tmp_path / "autograder"
     files = ["venv/bin/python3", "venv/lib/python3.11/site-packages/torch/__init__.py",
-             "source/autograder/__init__.py", "source/autograder/grade.py",
+             "source/autograder/__init__.py", "source/autograder/grading/grade.py",
              "source/autograder/sandbox/worker.py", "source/run_autograder",
              "source/assignments/attention/reference/attention.py",
              "source/assignments/attention/tests/softmax.py",

@@ -7,8 +7,8 @@ import pytest
 
 from helpers import ROOT, SUBMISSIONS
 
-from autograder.assignment import load_assignment
-from autograder.runner import load_question_file
+from autograder.model.assignment import load_assignment
+from autograder.grading.runner import load_question_file
 from autograder.static_scan import names_same_routine, scan_source
 
 API = ["softmax", "scaled_dot_product_attention", "causal_mask", "split_heads", "merge_heads",

@@ -11,10 +11,11 @@ import pytest
 
 from helpers import AUTOGRADED_MAX, MAX_SCORE, QUESTIONS, SUBMISSIONS
 
-from autograder.feedback import submission_text, summary_table
+from autograder.feedback.terminal import submission_text, summary_table
 from autograder.course.report import write_reports
 from autograder.static_scan import CUT_SHORT_MESSAGE, scan_source
 from autograder.static_scan import budget, folding
+from autograder.feedback.contract import submission_json
 
 API = list(QUESTIONS)
 HONEST = sorted((SUBMISSIONS / "correct").glob("*.py")) + \
@@ -237,7 +238,7 @@ def test_a_padded_file_keeps_its_points_and_is_flagged_for_review(grade, tmp_pat
     result = grade(padded)
     assert result.score == plain.score                      # under on_tamper = "zero" too
     assert result.notes[0].startswith(CUT_SHORT_MESSAGE)
-    row = json.loads(json.dumps(result.to_json()))
+    row = json.loads(json.dumps(submission_json(result)))
     assert row["integrity"][0]["rule"] == "scan-cut-short"
     assert row["integrity_review"]["questions"] == []
     assert row["integrity_review"]["score_without_penalty"] == plain.score
@@ -259,7 +260,7 @@ def test_an_engine_patch_padded_past_the_node_budget_is_never_a_plain_pass(grade
     assert all(q.status == "passed" for qid, q in result.questions.items() if qid != "softmax")
     assert result.notes[0].startswith(CUT_SHORT_MESSAGE)
     assert "100,000 syntax nodes" in result.notes[0]
-    row = result.to_json()
+    row = submission_json(result)
     assert [(f["kind"], f["rule"]) for f in row["integrity"]] == [("review", "scan-cut-short")]
     assert row["integrity_review"] == {
         "on_tamper": "zero", "evidence": "review", "questions": [],
@@ -284,6 +285,6 @@ def test_an_engine_patch_padded_past_the_node_budget_is_never_a_plain_pass(grade
 def test_the_dos_file_is_graded_in_full_with_no_flag(grade):
     result = grade(DOS)
     assert result.score == AUTOGRADED_MAX and result.max_score == MAX_SCORE
-    assert not result.integrity and "integrity" not in result.to_json()
+    assert not result.integrity and "integrity" not in submission_json(result)
     last = summary_table([result], API).splitlines()[-1].rstrip()
     assert last.endswith(f"{AUTOGRADED_MAX}/{MAX_SCORE}")

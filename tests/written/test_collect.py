@@ -10,10 +10,10 @@ import pytest
 
 from helpers import PUBLIC_MAX
 
-from autograder.assignment import load_assignment
-from autograder.authoring.notebook import build_notebook
+from autograder.model.assignment import load_assignment
+from autograder.platforms.notebook.build import build_notebook
 from autograder.intake.submissions import read_notebook
-from autograder.written.answer import Status
+from autograder.model.written_answer import Status
 from autograder.written.collect import MAX_CHARS, answers, from_markdown, from_source
 
 QUESTIONS = load_assignment("attention").written

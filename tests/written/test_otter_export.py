@@ -15,8 +15,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.assignment import load_assignment
-from autograder.authoring.notebook import build_notebook
+from autograder.model.assignment import load_assignment
+from autograder.platforms.notebook.build import build_notebook
 
 
 def _browsers_with_debian_chromium(folder: Path) -> Path:

@@ -9,11 +9,12 @@ import pytest
 
 from helpers import AUTOGRADED_MAX, SUBMISSIONS
 
-from autograder.platforms.actions import outputs, summary_markdown
-from autograder.platforms.classroom50 import release_body, result_document
-from autograder.platforms.gradescope import to_gradescope
-from autograder.written.answer import Status
+from autograder.platforms.actions.run import outputs, summary_markdown
+from autograder.platforms.classroom50.run import release_body, result_document
+from autograder.platforms.gradescope.run import to_gradescope
+from autograder.model.written_answer import Status
 from autograder.written.render import for_ci
+from autograder.feedback.contract import submission_json
 
 ANSWERED = (SUBMISSIONS / "correct" / "einsum_style.py").read_text() + \
     '\nwhy_scale = "Large dot products saturate the softmax."\n'
@@ -27,7 +28,7 @@ def graded(tmp_path_factory, grade):
 
 
 def test_gradescope_leaves_pending_answers_out_of_the_points_and_says_so(graded):
-    row = graded.to_json()
+    row = submission_json(graded)
     results = to_gradescope(row)
     assert results["score"] == AUTOGRADED_MAX
     assert [t["name"] for t in results["tests"]] == list(graded.questions)

@@ -10,10 +10,10 @@ from dataclasses import replace
 
 import pytest
 
-from autograder.assignment import load_assignment
+from autograder.model.assignment import load_assignment
 from autograder.written.groups import group_answers, suggestion
 from autograder.written.sheet import export_csv, import_csv
-from autograder.written.spec import RubricItem
+from autograder.model.written_spec import RubricItem
 from autograder.written.store import Conflict, Store, StoreError, score_of
 
 QUESTIONS = load_assignment("attention").written

@@ -2,7 +2,7 @@
 from otter.test_files import test_case
 
 from autograder.cases import Question, array, randn, snapshot, to_numpy
-from autograder.checks import rows_sum_to_one
+from autograder.cases import rows_sum_to_one
 
 OK_FORMAT = False
 

@@ -3,7 +3,7 @@ from otter.test_files import test_case
 
 from autograder.cases import (Question, array, future_mask, random_mask, randn, snapshot,
                               to_numpy)
-from autograder.checks import rows_sum_to_one, zero_where
+from autograder.cases import rows_sum_to_one, zero_where
 
 OK_FORMAT = False
 

@@ -1,0 +1,235 @@
+"""Run an assignment's question files against one submission's functions.
+
+The functions are either the student's own (in-process, for `autograder check`) or stand-ins
+that forward to a sandboxed worker (`autograder grade`). One question file's cases run in
+`questions.run_question`; this adds what a whole submission needs: the diagnosis session, the
+notes across questions, and the rows of submissions that could not run.
+"""
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+from .. import diagnose
+from ..model.assignment import Assignment
+from ..checking.question import SHAPE_ADVICE
+from ..checking.checks import OVERFLOW_ADVICE
+# The core loop, re-exported: most callers know these as the runner's.
+from .questions import QuestionStopped, load_question_file, run_question  # noqa: F401
+from ..model.results import CaseResult, QuestionResult, SubmissionResult
+from ..model.status import CaseStatus, QuestionStatus
+
+
+def forbidden_names(assignment: Assignment) -> list[str]:
+    """Every forbidden entry of the assignment's questions, in order (loads the question files,
+    whose `Question(...)` objects hold them)."""
+    from ..checking.question import questions_in
+
+    names: list[str] = []
+    for q in assignment.questions:
+        load_question_file(str(q.test_file))
+        for question in questions_in(q.test_file):
+            names += [n for n in question.forbidden if n not in names]
+    return names
+
+
+def question_forbidden(assignment: Assignment, qid: str) -> list[str]:
+    """The forbidden entries of one question (its file's `Question(...)` objects), in order:
+    the set its sandboxed worker refuses from before the student's code runs."""
+    from ..checking.question import questions_in
+
+    test_file = assignment.question(qid).test_file
+    load_question_file(str(test_file))
+    names: list[str] = []
+    for question in questions_in(test_file):
+        names += [n for n in question.forbidden if n not in names]
+    return names
+
+
+def tripwire_names(assignment: Assignment) -> list[str]:
+    """The forbidden entries outside torch, caught by tripwires (see `execute`)."""
+    from ..sandbox.execute import is_tripwire_name
+
+    return [n for n in forbidden_names(assignment) if is_tripwire_name(n)]
+
+
+# Failing cases whose own status says the values were never the problem: a helper question's
+# mistake cannot be behind them.
+_NOT_FROM_HELPERS = (CaseStatus.FORBIDDEN, CaseStatus.NOT_ATTEMPTED)
+
+
+def _failing(q: QuestionResult) -> list:
+    return [c for c in q.cases if CaseStatus(c.status) != CaseStatus.PASSED]
+
+
+def _helper_may_explain(q: QuestionResult, helper: QuestionResult) -> bool:
+    """Whether the evidence supports blaming a failing helper question for `q`'s failures: the
+    helper fails on something other than forbidden calls (those give right values), and some
+    failing case of `q` failed on its results, without a named mistake of `q`'s own (a mistake
+    named in `q` that the helper's cases name too is the helper's)."""
+    if all(CaseStatus(c.status) in _NOT_FROM_HELPERS for c in _failing(helper)):
+        return False
+    helper_mistakes = {m for c in helper.cases for m in (c.diagnosis or [])}
+    for c in _failing(q):
+        if CaseStatus(c.status) in _NOT_FROM_HELPERS:
+            continue
+        own = [m for m in (c.diagnosis or []) if m not in helper_mistakes]
+        if not own:
+            return True
+    return False
+
+
+def add_dependency_notes(assignment: Assignment, questions: dict[str, QuestionResult]) -> None:
+    """Say when a question fails while calling a student function that fails its own question,
+    where the helper's failure may be behind it (`_helper_may_explain`)."""
+    for q in questions.values():
+        if q.status == QuestionStatus.PASSED:
+            continue
+        blamed: dict[str, list[str]] = {}
+        for fn in q.called:
+            other = assignment.question_of(fn)
+            if other and other != q.id and other in questions and \
+                    questions[other].status != QuestionStatus.PASSED and \
+                    _helper_may_explain(q, questions[other]):
+                blamed.setdefault(other, []).append(f"`{fn}`")
+        for other, fns in blamed.items():
+            verb = "does" if len(fns) == 1 else "do"
+            q.notes.append(f"note: this calls your {' and '.join(fns)}, which {verb} not pass "
+                           f"question '{other}' yet; that may be part of what goes wrong here, "
+                           f"so look at '{other}' first")
+        _retarget_messages(assignment, q, questions, blamed)
+
+
+def add_refusal_notes(questions: dict[str, QuestionResult]) -> None:
+    """Say, under each question it costs, when one forbidden routine is refused in several
+    questions (a helper that calls the library version is called by every question above it:
+    one line costs them all)."""
+    where: dict[str, list[str]] = {}
+    for q in questions.values():
+        for c in q.cases:
+            for routine in getattr(c, "refused", None) or []:
+                if q.id not in where.setdefault(routine, []):
+                    where[routine].append(q.id)
+    for routine, qids in where.items():
+        if len(qids) < 2:
+            continue
+        listed = ", ".join(qids[:-1]) + " and " + qids[-1]
+        for qid in qids:
+            questions[qid].notes.append(
+                f"note: `{routine}` is refused in every question whose functions reach it: "
+                f"{listed}; that one call costs all {len(qids)}")
+
+
+# Advice that a case's message adds from the error or the values alone (autograder.checking.question,
+# autograder.checking.checks); `_retarget_messages` replaces it where other questions' results show
+# that it points at the wrong place.
+
+
+def _passes(questions: dict[str, QuestionResult], qid: str | None) -> bool:
+    return qid is not None and qid in questions and \
+        questions[qid].status == QuestionStatus.PASSED
+
+
+def _retarget_messages(assignment: Assignment, q: QuestionResult,
+                       questions: dict[str, QuestionResult],
+                       blamed: dict[str, list[str]]) -> None:
+    """Say only what the evidence supports:
+
+    * a shape error raised at a line of another of the student's functions, one whose own
+      question passes, while this question calls a function that fails its question: the line
+      is not the place to look, the failing helper is ("this calls your X, which fails
+      question Y");
+    * NaN on large inputs while every student function this question calls passes its own
+      question (large inputs included): an overflow in those is not the cause, so the advice
+      to subtract the maximum is replaced by what else gives NaN;
+    * the same advice under a case that names its mistake: the hint says what to change.
+    """
+    own = set(assignment.question(q.id).functions)
+    helpers_pass = bool(q.called) and all(
+        _passes(questions, assignment.question_of(fn)) for fn in q.called
+        if assignment.question_of(fn) not in (None, q.id))
+    for c in _failing(q):
+        where = getattr(c, "error_function", "")
+        if blamed and SHAPE_ADVICE in c.message and where and where not in own \
+                and _passes(questions, assignment.question_of(where)):
+            other, fns = next(iter(blamed.items()))
+            verb = "fails" if len(fns) == 1 else "fail"
+            # The advice and what follows it on that line (the question's own shape hints)
+            # are about the line; the evidence points at the helper instead.
+            first, newline, rest = c.message.partition("\n")
+            first = first[:first.index(SHAPE_ADVICE)] + (
+                f"; that line is in your `{where}`, which passes its question: this calls "
+                f"your {' and '.join(fns)}, which {verb} question '{other}', so the shapes it "
+                f"got may come from there")
+            c.message = first + newline + rest
+        if OVERFLOW_ADVICE in c.message and c.diagnosis:
+            # The named mistake says what to change; the generic advice may be what the code
+            # already does (a softmax that subtracts the whole tensor's maximum).
+            c.message = c.message.replace(OVERFLOW_ADVICE, "")
+        if OVERFLOW_ADVICE in c.message and helpers_pass and \
+                any(assignment.question_of(fn) not in (None, q.id) for fn in q.called):
+            c.message = c.message.replace(
+                OVERFLOW_ADVICE, "; the functions this calls pass their own questions, large "
+                                 "inputs included, so an overflow there is not the cause (a "
+                                 "row whose every score is -inf also gives 0/0 = NaN)")
+
+
+def grade_functions(assignment: Assignment, path: str, env_for_question: Callable[[str], dict],
+                    *, include_hidden: bool, questions: list[str] | None = None,
+                    sandbox: str | None = None, error: str | None = None) -> SubmissionResult:
+    start = time.monotonic()
+    results = {}
+    with diagnose.Session(assignment) as diagnosis:
+        diagnosis.public_only = not include_hidden
+        for q in assignment.questions:
+            if questions and q.id not in questions:
+                continue
+            results[q.id] = run_question(assignment, q.id, env_for_question(q.id),
+                                         include_hidden=include_hidden)
+    # After the last call to the student's code: naming known mistakes costs the student no time.
+    diagnosis.apply(results)
+    add_dependency_notes(assignment, results)
+    add_refusal_notes(results)
+    return SubmissionResult(path, results, error=error, sandbox=sandbox,
+                            seconds=time.monotonic() - start)
+
+
+def failed_everywhere(assignment: Assignment, path: str, status: CaseStatus, message: str, *,
+                      include_hidden: bool, sandbox: str | None = None) -> SubmissionResult:
+    """A row for a submission none of whose code could run (syntax error, crash at import...)."""
+    results = {}
+    for q in assignment.questions:
+        test_file = load_question_file(str(q.test_file))
+        cases = [CaseResult(tc.name, float(tc.points or 0), bool(tc.hidden), CaseStatus(status),
+                            message=message, kind=str(status))
+                 for tc in test_file.test_cases if include_hidden or not tc.hidden]
+        results[q.id] = QuestionResult(q.id, cases)
+    return SubmissionResult(path, results, error=message, sandbox=sandbox)
+
+
+def malformed_reply(assignment: Assignment, path: str, detail: str, *, include_hidden: bool,
+                    sandbox: str | None = None) -> SubmissionResult:
+    """The row of a submission whose grading process sent a reply no honest one sends: every
+    case errors, and the row says the submission is flagged for review."""
+    from ..sandbox.session import MALFORMED   # not at the top: `check` never needs the sandbox
+
+    message = f"{MALFORMED} ({detail}); grading stopped there and this submission is " \
+              "flagged for review"
+    row = failed_everywhere(assignment, path, CaseStatus.ERROR, message, include_hidden=include_hidden,
+                            sandbox=sandbox)
+    row.notes.append(f"flagged for review: {MALFORMED} ({detail})")
+    return row
+
+
+def internal_error(assignment: Assignment, path: str, error: BaseException, *,
+                   include_hidden: bool, sandbox: str | None = None) -> SubmissionResult:
+    """The row of a submission the grader itself failed on (a bug of the grader, not the
+    student's doing): every case says so; the instructor should look."""
+    what = f"{type(error).__name__}: {str(error)[:200]}"
+    message = f"the grader failed on this submission ({what}); this is not a verdict on " \
+              "your work: the instructor should look at it"
+    try:
+        return failed_everywhere(assignment, path, CaseStatus.INTERNAL_ERROR, message,
+                                 include_hidden=include_hidden, sandbox=sandbox)
+    except Exception:  # noqa: BLE001 - even the question files fail: one row without questions
+        return SubmissionResult(path, {}, error=message, sandbox=sandbox)

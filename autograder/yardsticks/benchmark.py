@@ -1,0 +1,221 @@
+"""`autograder benchmark`: grading speed and memory, measured against peers in the same run.
+
+It builds a class from a corpus folder (subfolders such as correct/, wrong/, broken/ of
+submission files), each copy made unique, grades it with `autograder grade` in a subprocess
+while sampling the memory (PSS) of the whole process tree, then measures, in the same run, the
+peers the targets are stated against: `otter run` on a sample of the same submissions, and
+`python -c "import torch"` for the student's `autograder check`. It also grades, in one
+grading process, a few honest submissions and then the corpus's forged-reply submissions
+(`hostile/forged_reply_*.py`: workers that send malformed replies, one large buffer referenced
+thousands of times...) and prints that trusted process's peak memory (VmHWM) for each, side by
+side: what a hostile reply may cost the grader is bounded (see `sandbox/wire.py`).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from .gradescope_memory import TreeMemory
+from ..sandbox import procfs
+
+
+def make_class(corpus: Path, n: int, dest: Path) -> dict[str, int]:
+    groups = {d.name: sorted(d.glob("*.py")) for d in sorted(corpus.iterdir())
+              if d.is_dir() and any(d.glob("*.py")) and d.name != "hostile"}
+    pool = [(g, f) for g, files in groups.items() for f in files]
+    if not pool:
+        raise ValueError(f"no submissions found under {corpus}")
+    counts: dict[str, int] = {}
+    for i in range(n):
+        group, src = pool[i % len(pool)]
+        counts[group] = counts.get(group, 0) + 1
+        text = src.read_text(errors="replace") + f"\n# student {i:04d}\n"
+        (dest / f"s{i:04d}_{src.stem}.py").write_text(text)
+    return counts
+
+
+def _time(cmd: list[str], **kw) -> float:
+    start = time.perf_counter()
+    subprocess.run(cmd, capture_output=True, **kw)
+    return time.perf_counter() - start
+
+
+def run(assignment_name: str, corpus: Path, n: int, jobs: int, otter_sample: int,
+        repeats: int = 5, gradescope_limit: int = 0) -> int:
+    from ..model.assignment import load_assignment
+
+    assignment = load_assignment(assignment_name)
+    work = Path(tempfile.mkdtemp(prefix="autograder-bench-"))
+    try:
+        cls = work / "class"
+        cls.mkdir()
+        counts = make_class(corpus, n, cls)
+        print(f"class: {n} submissions ({', '.join(f'{v} {k}' for k, v in counts.items())}), "
+              f"{jobs} parallel workers, {os.cpu_count()} cores")
+
+        base = [sys.executable, "-m", "autograder"]
+
+        def grade(folder: Path, results: Path) -> tuple[float, int]:
+            start = time.perf_counter()
+            proc = subprocess.Popen(base + ["grade", "-a", assignment_name, str(folder),
+                                            "--jobs", str(jobs), "--json", str(results)],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            mem = TreeMemory(proc.pid)
+            proc.wait()
+            return time.perf_counter() - start, mem.stop()
+
+        # A small class of the same submissions first: its time is the fixed cost of a run
+        # (start-up of the grading processes and their sandboxes, the reports), which the
+        # marginal rate below leaves out.
+        small = work / "small"
+        small.mkdir()
+        k = min(n - 1, 2 * jobs)
+        for f in sorted(cls.glob("*.py"))[:k]:
+            shutil.copy(f, small / f.name)
+        fixed, _ = grade(small, work / "small.json")
+        wall, peak = grade(cls, work / "r.json")
+        ours = n / wall
+        print(f"autograder grade: {wall:.1f} s for {n} submissions = {ours:.1f} submissions/s "
+              f"end to end (sandbox on, all hidden cases and gradient checks)")
+        print(f"  a run's fixed cost (a class of {k}): {fixed:.1f} s; beyond it, "
+              f"{(n - k) / max(wall - fixed, 1e-9):.1f} submissions/s")
+        print(f"peak memory (PSS of the grader and all its processes): {peak / 2**30:.2f} GiB")
+        try:
+            import json
+
+            secs = sorted(s["seconds"] for s in
+                          json.loads((work / "r.json").read_text())["submissions"])
+            print(f"per submission: median {statistics.median(secs):.3f} s, "
+                  f"slowest {secs[-1]:.2f} s (wall time inside one worker slot)")
+        except (OSError, ValueError, KeyError):
+            print("per submission: no results file was written")
+
+        hostile = sorted((corpus / "hostile").glob("forged_reply_*.py"))
+        if hostile:
+            honest_dir, hostile_dir = work / "peak-honest", work / "peak-hostile"
+            honest_dir.mkdir()
+            hostile_dir.mkdir()
+            for f in sorted(cls.glob("*.py"))[:len(hostile)]:
+                shutil.copy(f, honest_dir / f.name)
+            for f in hostile:
+                shutil.copy(f, hostile_dir / f.name)
+            honest_peak, _ = trusted_peak(assignment_name, honest_dir)
+            hostile_peak, statuses = trusted_peak(assignment_name, hostile_dir)
+            print(f"trusted grading process, peak (VmHWM, one process): "
+                  f"{honest_peak / 2**20:.0f} MiB for {len(hostile)} honest submissions; "
+                  f"{hostile_peak / 2**20:.0f} MiB for {len(hostile)} forged-reply ones "
+                  f"({statuses}); a reply may add at most ~420 MiB (sandbox/wire.py)")
+
+        gradescope_memory(assignment, corpus, work, gradescope_limit)
+
+        # `otter generate` alone takes seconds: only when otter is to be timed.
+        otter_zip = _otter_zip(assignment, work) if otter_sample > 0 else None
+        if otter_zip is not None:
+            sample = sorted(cls.glob("*.py"))[:otter_sample]
+            times = []
+            for f in sample:
+                d = work / f"otter-{f.stem}"
+                d.mkdir()
+                shutil.copy(f, d / assignment.student_file)
+                times.append(_time([sys.executable, "-m", "otter", "run", "-a", str(otter_zip),
+                                    "-o", str(d), str(d / assignment.student_file)]))
+            per = statistics.median(times)
+            print(f"otter run: median {per:.1f} s per submission over {len(sample)} = "
+                  f"{1 / per:.2f} submissions/s; autograder grade is {ours * per:.0f}x faster")
+        elif otter_sample > 0:
+            print("otter run: not measured (no otter autograder zip could be built here)")
+        else:
+            print("otter run: not measured (--otter-sample 0)")
+
+        check_file = work / assignment.student_file
+        shutil.copy(sorted((corpus / "correct").glob("*.py"))[0]
+                    if (corpus / "correct").is_dir() else assignment.template, check_file)
+        checks = [_time(base + ["check", str(check_file)]) for _ in range(repeats)]
+        imports = [_time([sys.executable, "-c", "import torch"]) for _ in range(repeats)]
+        c, t = statistics.median(checks), statistics.median(imports)
+        print(f"autograder check: median {c:.2f} s; python -c 'import torch': median {t:.2f} s;"
+              f" ratio {c / t:.2f} (target at most 1.5)")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+# A correct submission that also keeps a tensor of this size alive: the room a student has.
+ROOM_TENSOR_MB = 400
+
+
+def gradescope_memory(assignment, corpus: Path, work: Path, limit_mib: int = 0) -> None:
+    """Print the peak memory of one Gradescope run (the zip's run_autograder on a correct
+    submission); with `limit_mib`, also what a correct submission holding a 400 MB tensor
+    gets under that container limit."""
+    from ..platforms.build import build_gradescope
+    from .gradescope_memory import measure_run
+
+    correct = sorted((corpus / "correct").glob("*.py"))
+    if not correct:
+        print("gradescope run: not measured (no correct submission in the corpus)")
+        return
+    (work / "gs").mkdir()
+    zip_path = build_gradescope(assignment, work / "gs")
+    m = measure_run(zip_path, correct[0], python=sys.executable,
+                    student_file=assignment.student_file)
+    print(f"gradescope run, peak memory (one correct submission, no limit): {m.summary()}")
+    if limit_mib:
+        big = work / "gs" / "room.py"
+        big.write_text(correct[0].read_text() + "\n\n# Holds a large tensor for the whole run.\n"
+                       f"import torch as _t\n_ROOM = _t.ones({ROOM_TENSOR_MB} * 2**20 // 4)\n")
+        m = measure_run(zip_path, big, python=sys.executable,
+                        student_file=assignment.student_file, limit_mib=limit_mib)
+        statuses = {}
+        for t in (m.results or {}).get("tests", []):
+            statuses[t["name"]] = f"{t['score']:g}/{t['max_score']:g}"
+        print(f"gradescope run under a {limit_mib} MiB limit, a correct submission holding a "
+              f"{ROOM_TENSOR_MB} MB tensor: {m.summary()}; {statuses}")
+
+
+def trusted_peak(assignment_name: str, folder: Path) -> tuple[int, str]:
+    """(peak resident memory in bytes, what the rows say) of one fresh process grading the
+    submissions of `folder` by itself (`--jobs 1`: the trusted side of every reply is there)."""
+    code = ("import sys; from autograder.yardsticks.benchmark import _grade_and_report_peak; "
+            "_grade_and_report_peak(sys.argv[1], sys.argv[2])")
+    r = subprocess.run([sys.executable, "-c", code, assignment_name, str(folder)],
+                       capture_output=True, text=True)
+    for line in r.stdout.splitlines():
+        if line.startswith("peak "):
+            _, peak, statuses = line.split(" ", 2)
+            return int(peak), statuses
+    raise RuntimeError(f"measuring the trusted process failed: {r.stderr[-2000:]}")
+
+
+def _grade_and_report_peak(assignment_name: str, folder: str) -> None:
+    from collections import Counter
+
+    from ..model.assignment import load_assignment
+    from ..course.batch import grade_class
+    from ..course.classlist import discover
+
+    assignment = load_assignment(assignment_name)
+    graded = grade_class(assignment, discover([folder], assignment.student_file), out=None,
+                         jobs=1, sandbox_level="auto", limits=assignment.limits, progress=False)
+    rows = Counter("malformed reply" if "malformed reply" in (g.result.error or "") else
+                   "internal error" if "grader failed" in (g.result.error or "") else
+                   f"{g.result.score:g}/{g.result.max_score:g}" for g in graded)
+    summary = ", ".join(f"{n} {what}" for what, n in sorted(rows.items()))
+    print(f"peak {procfs.memory(os.getpid(), 'VmHWM')} {summary}")
+
+
+def _otter_zip(assignment, work: Path) -> Path | None:
+    from ..platforms.build import build_otter
+
+    try:
+        (work / "otter-build").mkdir(exist_ok=True)
+        return build_otter(assignment, work / "otter-build")
+    except Exception as e:  # noqa: BLE001 - the peer is optional; say why it is missing
+        print(f"(could not build the otter zip: {e})")
+        return None
