@@ -38,7 +38,7 @@ def cmd_check(args) -> int:
     if _lint_failed(assignment.root, reference=False):
         return 2
     result = check_in_process(assignment, path)
-    print(f"{assignment.title}: public checks of {path}")
+    print(f"{assignment.title}: public checks of {visible(path)}")
     print(submission_text(result, show_passed=args.verbose, check=True))
     passed = all(q.status == QuestionStatus.PASSED for q in result.questions.values())
     print("\nAll public checks pass. Hidden cases are graded after you submit." if passed else

@@ -7,14 +7,16 @@ TEMPLATES = ENGINE_DIR / "course" / "templates"
 
 
 def page_environment():
-    """Every value is escaped: a student's name, message or code cannot add markup to a page.
-    The `code` filter escapes too, and shows the engine's code spans (`...`) as code."""
+    """Every value is escaped: a student's name, message or code cannot add markup to a page,
+    and shows its control and format characters as codes (`<U+202E>`). The `code` filter
+    escapes too, and shows the engine's code spans (`...`) as code."""
     import jinja2
     from markupsafe import Markup
 
-    from ..model.safetext import html_text
+    from ..model.safetext import html_text, page_finalize
 
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True)
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
+                             finalize=page_finalize)
     env.filters["code"] = lambda text: Markup(html_text(text))
     env.filters["picture"] = _picture_uri
     return env

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from ...model.assignment import Assignment, AssignmentError, load_assignment
 from ..checkout import grade_or_why_not
+from ...model.safetext import shown_text
 from ..outputs import replace_file
 from ..public_only import LeftOut, graded_later, left_out, points_heading, row_name
 from ...model.results import SubmissionResult
@@ -103,11 +104,12 @@ def result_document(result: SubmissionResult, ident: dict, left: LeftOut | None 
         tests.append({"test-name": row_name(qid, left),
                       "passed": q.status == QuestionStatus.PASSED,
                       "score": score, "max-score": top, "status": str(q.status),
-                      "output": question_output(as_json[qid], qid=qid)})
+                      "output": shown_text(question_output(as_json[qid], qid=qid))})
     for qid, a in result.written.items():   # graded by a person (never right after a push)
         score, top = whole_points(a.points, a.max_score)
         tests.append({"test-name": qid, "passed": a.points == a.max_score, "score": score,
-                      "max-score": top, "status": a.status, "output": "\n".join(a.feedback)})
+                      "max-score": top, "status": a.status,
+                      "output": shown_text("\n".join(a.feedback))})
     doc = dict(ident)
     doc["score"] = sum(t["score"] for t in tests)
     doc["max-score"] = sum(t["max-score"] for t in tests)

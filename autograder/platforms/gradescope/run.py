@@ -35,7 +35,7 @@ from ...model.results import question_from_json
 from ...model.status import QuestionStatus
 from ...model.written_answer import WrittenAnswer, is_written
 from ...written.render import ci_lines, graded_by_hand
-from ...model.safetext import shown_path
+from ...model.safetext import shown_path, shown_text
 from ...console.arguments import Parser, add_assignment_argument, run_entry_point
 
 VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
@@ -133,13 +133,24 @@ def to_gradescope(submission: dict, *, visibility: str = DEFAULT_HIDDEN_VISIBILI
                     out.append(f"    {c.hint}")
                 if c.repeats:
                     out.append(f"    {c.repeats_line}")
-    return {
+    return _shown({
         "score": round(float(sum(t["score"] for t in tests)), 6),
         "output": "\n".join(out),
         "output_format": "text",
         "stdout_visibility": "hidden",
         "tests": tests,
-    }
+    })
+
+
+def _shown(results: dict) -> dict:
+    """Every text Gradescope shows the student with control and format characters as codes
+    (`safetext.shown_text`): a message or answer from the student cannot reorder or hide
+    what the page says."""
+    for entry in [results, *results.get("tests", [])]:
+        for key in ("output", "name"):
+            if isinstance(entry.get(key), str):
+                entry[key] = shown_text(entry[key])
+    return results
 
 
 def failure_results(message: str, assignment: Assignment | None = None) -> dict:
@@ -157,8 +168,8 @@ def failure_results(message: str, assignment: Assignment | None = None) -> dict:
             tests.append({"name": q.id, "score": 0.0, "max_score": max_score,
                           "status": "failed", "output": message, "output_format": "text",
                           "visibility": "visible"})
-    return {"score": 0.0, "output": message, "output_format": "text",
-            "stdout_visibility": "hidden", "tests": tests}
+    return _shown({"score": 0.0, "output": message, "output_format": "text",
+                   "stdout_visibility": "hidden", "tests": tests})
 
 
 # ------------------------------------------------------------------ the run

@@ -97,7 +97,7 @@
     data.groups.forEach((g, i) => {
       const first = g.members[0];
       const label = g.members.length > 1 ? `${first.alias} +${g.members.length - 1}` : first.alias;
-      const name = showNames ? ` ${g.members.map((m) => m.student).join(", ")}` : "";
+      const name = showNames ? ` ${g.members.map((m) => m.name).join(", ")}` : "";
       const b = el("button", {type: "button", class: i === index ? "selected" : "",
                               "data-key": g.key, onclick: () => select(i)},
                    el("span", {}, label + name), el("span", {class: `badge ${g.status}`}, g.status));
@@ -133,7 +133,7 @@
     answers.replaceChildren();
     g.members.forEach((m, i) => {
       const who = el("div", {class: "who"}, el("b", {}, m.alias),
-                     showNames ? el("span", {class: "name"}, m.student) : "",
+                     showNames ? el("span", {class: "name"}, m.name) : "",
                      el("span", {}, `${m.chars} characters`),
                      i > 0 && m.similarity < 100 ? el("span", {}, `${m.similarity} % alike`) : "",
                      m.decision ? el("span", {}, `graded ${m.score === null ? "" : points(m.score)} by ${m.grader}`) : "",
