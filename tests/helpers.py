@@ -160,33 +160,35 @@ def load_json(path: Path) -> dict:
     return json.loads(Path(path).read_text())
 
 
-# Float rounding differs in the last bits between CPUs (BLAS picks its kernels by processor),
-# so regenerated snapshots are compared with a tenth of the grader's own default tolerance
-# (rtol, atol) per dtype; a stale snapshot (a changed reference or case) differs by far more,
-# or in structure, and still fails.
-_SNAPSHOT_TOL = {"float16": (1e-3, 1e-4), "float32": (1e-5, 1e-6), "float64": (1e-10, 1e-12),
-                 "complex64": (1e-5, 1e-6), "complex128": (1e-10, 1e-12)}
-
-
-def snapshot_differences(got, want, path: str = "", tol: tuple | None = None) -> list[str]:
-    """Where two snapshot trees differ: structure, dtypes, shapes and non-float values
-    exactly; float data within the tolerance of its dtype."""
+def snapshot_differences(got, want, table: dict | None = None, path: str = "",
+                         tol: tuple | None = None) -> list[str]:
+    """Where a fresh recording (`got`) and a committed snapshot (`want`) differ: structure,
+    dtypes, shapes and non-float values exactly; float data within what `autograder snapshot`
+    keeps (a tenth of the question's tolerance for that dtype, `table` the question's
+    tolerance table, plus half a rounding step): float sums differ between CPUs, a stale
+    snapshot (a changed reference or case) by far more, or in structure."""
     import math
+
+    from autograder.authoring.snapshots import KEEP_FRACTION, STEP_FRACTION, _tolerance
 
     if isinstance(got, dict) and isinstance(want, dict):
         if set(got) != set(want):
             return [f"{path}: keys {sorted(got)} != {sorted(want)}"]
-        tol = _SNAPSHOT_TOL.get(str(got.get("dtype")), tol)
+        if str(got.get("dtype", "")).startswith(("float", "complex")):
+            rtol, atol = _tolerance(table or {}, str(got["dtype"]).replace("complex128",
+                                    "float64").replace("complex64", "float32"))
+            scale = KEEP_FRACTION + STEP_FRACTION / 2
+            tol = (rtol * scale, atol * scale)
         out: list[str] = []
         for k in got:
-            out += snapshot_differences(got[k], want[k], f"{path}/{k}", tol)
+            out += snapshot_differences(got[k], want[k], table, f"{path}/{k}", tol)
         return out
     if isinstance(got, list) and isinstance(want, list):
         if len(got) != len(want):
             return [f"{path}: length {len(got)} != {len(want)}"]
         out = []
         for i, (g, w) in enumerate(zip(got, want)):
-            out += snapshot_differences(g, w, f"{path}[{i}]", tol)
+            out += snapshot_differences(g, w, table, f"{path}[{i}]", tol)
         return out
     if isinstance(got, float) and isinstance(want, float) and tol:
         if math.isclose(got, want, rel_tol=tol[0], abs_tol=tol[1]):

@@ -16,7 +16,11 @@ def test_student_check_of_the_template(tmp_path):
     r = run_cli("check", "attention.py", cwd=tmp_path)
     assert r.returncode == 1
     assert r.stdout.count("not attempted") == len(QUESTIONS)
-    assert "hidden" not in r.stdout.replace("Hidden cases are graded", "")
+    # Hidden cases are named only in the sentence on what is graded later (their number and
+    # points, which the student bundle records too), never one of them.
+    later = next(line for line in r.stdout.splitlines() if "graded later" in line)
+    assert "hidden cases, worth" in later
+    assert "hidden" not in r.stdout.replace(later, "")
 
 
 def test_student_check_of_a_wrong_file_names_the_problem(tmp_path):

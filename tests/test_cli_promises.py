@@ -189,3 +189,7 @@ def test_benchmark_smoke_run(tmp_path):
     assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
     assert re.search(r"submissions/s", r.stdout), r.stdout
     assert re.search(r"peak", r.stdout, re.I), r.stdout
+    # Both figures beside their peers, with their targets (a benchmark, not a timed test).
+    table = r.stdout.split("class run (--out --feedback)", 1)[1]
+    assert "otter run: not measured" in table and ">= 10/s" in table
+    assert "check of a correct file" in table and "import torch:" in table and "<= 1.2" in table

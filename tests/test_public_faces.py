@@ -15,10 +15,11 @@ from helpers import ROOT
 PINNED = {
     "autograder.cases": [
         "Question", "questions_in", "GraderError", "CheckFailed", "Problem", "Labels",
+        "Record",
         "Property", "rows_sum_to_one", "zero_where",
         "tensor", "array", "to_numpy", "randn", "random_mask", "future_mask",
         "attention_params", "block_params", "upstream_for",
-        "snapshot", "recording",
+        "snapshot",
         "MISSING", "MissingAnswer", "answer_digest", "answer_form",
     ],
     "autograder.catalogue": [

@@ -32,7 +32,7 @@ def cmd_check(args) -> int:
         return 2
     if not path.exists():
         hint = "give the path of your .py or .ipynb" if args.file else \
-            f"copy the template ({assignment.template.name}) and fill it in"
+            template_hint(assignment)
         print(f"autograder: {shown_path(path)} not found; {hint}", file=sys.stderr)
         return 2
     if _lint_failed(assignment.root, reference=False):
@@ -41,14 +41,7 @@ def cmd_check(args) -> int:
     print(f"{assignment.title}: public checks of {visible(path)}")
     print(submission_text(result, show_passed=args.verbose, check=True))
     passed = all(q.status == QuestionStatus.PASSED for q in result.questions.values())
-    print("\nAll public checks pass. Hidden cases are graded after you submit." if passed else
-          "\nSome checks fail: read the messages above, fix, and run again.")
-    from ..written.render import unanswered
-
-    empty = unanswered(result.written)
-    if empty:   # said, never scored: a grader reads them after the submission
-        print(f"Written questions still unanswered: {', '.join(empty)} (graded by hand after "
-              "you submit).")
+    print("\n".join(check_closing(assignment, result)))
     return 0 if passed else 1
 
 
@@ -84,9 +77,6 @@ def _import_quietly(*names: str) -> None:
     import importlib
 
     try:
-        import matplotlib
-
-        matplotlib.use("Agg")
         for name in names:
             importlib.import_module(name)
     except ImportError:
@@ -142,8 +132,7 @@ def cmd_grade(args) -> int:
         return 2
     if out is not None:
         # The reports' libraries load while the grading processes work (this one waits).
-        threading.Thread(target=_import_quietly, args=("matplotlib.pyplot", "jinja2"),
-                         daemon=True).start()
+        threading.Thread(target=_import_quietly, args=("jinja2",), daemon=True).start()
     from ..sandbox.errors import SandboxError
 
     try:
@@ -359,3 +348,33 @@ def cmd_benchmark(args) -> int:
     return run(args.assignment, corpus, args.n, args.jobs or os.cpu_count() or 1,
                args.otter_sample, repeats=max(1, args.repeats),
                gradescope_limit=args.gradescope_limit)
+
+
+def check_closing(assignment, result) -> list[str]:
+    """The lines `check` ends with: whether every public check passes, what the points leave
+    for later and what the grade is out of (`feedback.totals.graded_later`), and the written
+    questions still unanswered."""
+    from ..feedback.totals import graded_later
+    from ..platforms.public_only import assignment_points
+    from ..written.render import unanswered
+
+    passed = all(q.status == "passed" for q in result.questions.values())
+    lines = ["", "All public checks pass." if passed else
+             "Some checks fail: read the messages above, fix, and run again."]
+    points = assignment_points(assignment)
+    later = graded_later(points.hidden_cases, points.hidden, points.autograded, points.written)
+    if later:
+        lines.append(later.replace("the points here are feedback", "the points above are "
+                                   "feedback"))
+    empty = unanswered(result.written)
+    if empty:   # said, never scored: a grader reads them after the submission
+        lines.append(f"Written questions still unanswered: {', '.join(empty)} (graded by hand "
+                     "after you submit).")
+    return lines
+
+
+def template_hint(assignment) -> str:
+    """What `check` says when the student's file is not there: where the template is."""
+    template = shown_path(assignment.template)
+    return (f"copy the template and fill it in: `cp {template} {assignment.student_file}` "
+            "(or give the path of your .py or .ipynb)")

@@ -13,8 +13,7 @@ import sys
 import pytest
 import yaml
 
-from helpers import (QUESTIONS, SUBMISSIONS, WRITTEN_MAX, cli_in_process, run_cli,
-                     run_workflow_step)
+from helpers import (QUESTIONS, SUBMISSIONS, WRITTEN_MAX, cli_in_process, run_workflow_step)
 from hostile_names import (FORMAT_ANSWER, FORMAT_MESSAGE_SHOWN, FORMAT_RAISE, FORMAT_RAW,
                            forger_source)
 from autograder.platforms.actions.run import WORKFLOW_PATH, workflow_yaml
@@ -124,7 +123,10 @@ def test_public_points_say_they_are_not_the_grade(repo, tmp_path):
                           str(out)).returncode == 0
     full = json.loads(out.read_text())["submissions"][0]
     public, most = float(values["max-score"]), full["max_score"] - WRITTEN_MAX
-    later = (f"worth {most - public:g} more points (out of {most:g} in all), are graded later")
+    later = (f"worth {most - public:g} more points, and the written questions, worth "
+             f"{WRITTEN_MAX:g} (graded by hand), are graded later: the grade is out of "
+             f"{full['max_score']:g} in all ({most:g} autograded, {WRITTEN_MAX:g} written and "
+             "graded by hand)")
     heading = f"{public:g} / {public:g} points on the public cases"
     assert summary.splitlines()[0].endswith(heading) and later in summary
     assert "✅" not in summary and "all public cases pass" in summary

@@ -160,7 +160,10 @@ def test_public_points_say_they_are_not_the_grade(graded_once, corpus_results):
     most = full["max_score"] - WRITTEN_MAX      # the written questions: by hand, later
     hidden = most - doc["max-score"]
     assert hidden > 0
-    later = (f"worth {hidden:g} more points (out of {most:g} in all), are graded later")
+    later = (f"worth {hidden:g} more points, and the written questions, worth "
+             f"{WRITTEN_MAX:g} (graded by hand), are graded later: the grade is out of "
+             f"{full['max_score']:g} in all ({most:g} autograded, {WRITTEN_MAX:g} written "
+             "and graded by hand)")
     first = body.splitlines()[0]
     assert first.endswith(f"{doc['score']} / {doc['max-score']} points on the public cases")
     assert later in body and later in stdout

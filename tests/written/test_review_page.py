@@ -12,7 +12,6 @@ answer's decision suggested to a reworded answer, never to a word salad.
 from __future__ import annotations
 
 import json
-import os
 import re
 import signal
 import subprocess
@@ -20,7 +19,6 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from pathlib import Path
 
 import pytest
 
@@ -329,7 +327,7 @@ def test_a_group_graded_with_the_keyboard_reaches_the_feedback_page(page, server
     page.screenshot(path=str(tmp_path / "grading.png"))
     page.keyboard.press("Enter")
     page.wait_for_selector("body[data-saved='1']")
-    assert "Saved: 2 answers, 2 points each" in page.inner_text("#message")
+    assert "Saved: 2 answers, 2 of 3 points each." in page.inner_text("#message")
     # The results folder's files are rewritten in the background; then the student sees it.
     # (The feedback pages are written before grades.json: wait for both.)
     deadline = time.monotonic() + 900

@@ -198,7 +198,10 @@
       const reply = await post(`/api/q/${encodeURIComponent(qid)}/grade`, payload);
       const at = index;
       await load(g.key);
-      say(`Saved: ${reply.saved} answer${reply.saved === 1 ? "" : "s"}, ${points(reply.score)} points each.`, "ok");
+      const top = data.question ? data.question.points : null;
+      const worth = `${points(reply.score)}${top === null ? "" : ` of ${points(top)}`} point${reply.score === 1 && top === null ? "" : "s"}`;
+      say(reply.saved === 1 ? `Saved: 1 answer, ${worth}.`
+                            : `Saved: ${reply.saved} answers, ${worth} each.`, "ok");
       index = nextWaiting(at);
       renderCurrent();
       document.body.dataset.saved = String(Number(document.body.dataset.saved || 0) + 1);
