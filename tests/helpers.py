@@ -34,6 +34,80 @@ PUBLIC_MAX = 20
 MAX_SCORE = AUTOGRADED_MAX + WRITTEN_MAX
 
 
+# ------------------------------------------------------------------ every assignment
+# Tests about every assignment iterate the folders of assignments/ (an assignment dropped in
+# there is tested like the shipped ones); these say where each one's test material lives.
+
+def assignment_names() -> list[str]:
+    """Every assignment of the project: the folders of assignments/ holding an assignment.toml."""
+    return sorted(d.name for d in (ROOT / "assignments").iterdir()
+                  if (d / "assignment.toml").is_file())
+
+
+# The corpora of the two first assignments predate the convention below and stay where the
+# docs and their tests name them.
+_CORPUS_FOLDERS = {"attention": SUBMISSIONS, "attention_numpy": SUBMISSIONS / "numpy"}
+
+
+def corpus_of(name: str) -> Path | None:
+    """An assignment's corpus of planted mistakes: `tests/submissions/<name>/`, holding
+    `wrong/` (each file with `# loses:`, `# keeps:` and `# diagnosis:` headers, written before
+    it was graded) and `correct/`; None when it has none."""
+    folder = _CORPUS_FOLDERS.get(name, SUBMISSIONS / name)
+    return folder if (folder / "wrong").is_dir() else None
+
+
+def corpus_files(name: str) -> tuple[list[Path], list[Path]]:
+    """(wrong, correct) submissions of an assignment's corpus (empty lists without one)."""
+    folder = corpus_of(name)
+    if folder is None:
+        return [], []
+    return sorted((folder / "wrong").glob("*.py")), sorted((folder / "correct").glob("*.py"))
+
+
+def losing_submission(name: str) -> Path:
+    """A submission that loses points: the assignment's first planted mistake, else its
+    template (not attempted anywhere)."""
+    from autograder.model.assignment import load_assignment
+
+    wrong = corpus_files(name)[0]
+    return wrong[0] if wrong else load_assignment(name).template
+
+
+def autograded_scores(result) -> dict[str, tuple[float, float]]:
+    """{question: (score, max score)} of a result's autograded questions."""
+    return {qid: (q.score, q.max_score) for qid, q in result.questions.items()}
+
+
+# Surfaces on which a dedicated test module already runs an assignment end to end, with more
+# assertions than the tests over every assignment make: those leave that assignment to it
+# (running it twice would only cost the suite's time). An assignment dropped into assignments/
+# is in none of these, so every surface runs on it.
+TESTED_ELSEWHERE: dict[str, dict[str, str]] = {
+    "bundle check": {"attention": "build/test_build.py", "attention_numpy": "test_numpy_track.py"},
+    "notebook": {"attention": "authoring/test_notebook.py",
+                 "attention_numpy": "test_numpy_track.py"},
+    "gradescope": {"attention": "build/test_build.py"},
+    "classroom50": {"attention": "platforms/test_classroom50.py"},
+    "actions": {"attention": "platforms/test_actions.py",
+                "attention_numpy": "test_numpy_track.py"},
+    "otter": {"attention": "build/test_build.py"},
+    "written answers": {"attention": "written/test_written_class.py"},
+    "similarity": {"attention": "course/test_similarity_reading.py"},
+}
+
+
+def assignments_for(surface: str) -> list[str]:
+    """The assignments the tests over every assignment run `surface` on."""
+    return [n for n in assignment_names() if n not in TESTED_ELSEWHERE[surface]]
+
+
+def examples_of(name: str) -> Path | None:
+    """An assignment's example class (`assignments/<name>/examples/`), or None."""
+    folder = ROOT / "assignments" / name / "examples"
+    return folder if folder.is_dir() and any(folder.glob("*.py")) else None
+
+
 def autograded(questions: dict) -> dict:
     """A grades.json row's questions without the written ones."""
     return {k: v for k, v in questions.items()
@@ -86,33 +160,35 @@ def load_json(path: Path) -> dict:
     return json.loads(Path(path).read_text())
 
 
-# Float rounding differs in the last bits between CPUs (BLAS picks its kernels by processor),
-# so regenerated snapshots are compared with a tenth of the grader's own default tolerance
-# (rtol, atol) per dtype; a stale snapshot (a changed reference or case) differs by far more,
-# or in structure, and still fails.
-_SNAPSHOT_TOL = {"float16": (1e-3, 1e-4), "float32": (1e-5, 1e-6), "float64": (1e-10, 1e-12),
-                 "complex64": (1e-5, 1e-6), "complex128": (1e-10, 1e-12)}
-
-
-def snapshot_differences(got, want, path: str = "", tol: tuple | None = None) -> list[str]:
-    """Where two snapshot trees differ: structure, dtypes, shapes and non-float values
-    exactly; float data within the tolerance of its dtype."""
+def snapshot_differences(got, want, table: dict | None = None, path: str = "",
+                         tol: tuple | None = None) -> list[str]:
+    """Where a fresh recording (`got`) and a committed snapshot (`want`) differ: structure,
+    dtypes, shapes and non-float values exactly; float data within what `autograder snapshot`
+    keeps (a tenth of the question's tolerance for that dtype, `table` the question's
+    tolerance table, plus half a rounding step): float sums differ between CPUs, a stale
+    snapshot (a changed reference or case) by far more, or in structure."""
     import math
+
+    from autograder.authoring.snapshots import KEEP_FRACTION, STEP_FRACTION, _tolerance
 
     if isinstance(got, dict) and isinstance(want, dict):
         if set(got) != set(want):
             return [f"{path}: keys {sorted(got)} != {sorted(want)}"]
-        tol = _SNAPSHOT_TOL.get(str(got.get("dtype")), tol)
+        if str(got.get("dtype", "")).startswith(("float", "complex")):
+            rtol, atol = _tolerance(table or {}, str(got["dtype"]).replace("complex128",
+                                    "float64").replace("complex64", "float32"))
+            scale = KEEP_FRACTION + STEP_FRACTION / 2
+            tol = (rtol * scale, atol * scale)
         out: list[str] = []
         for k in got:
-            out += snapshot_differences(got[k], want[k], f"{path}/{k}", tol)
+            out += snapshot_differences(got[k], want[k], table, f"{path}/{k}", tol)
         return out
     if isinstance(got, list) and isinstance(want, list):
         if len(got) != len(want):
             return [f"{path}: length {len(got)} != {len(want)}"]
         out = []
         for i, (g, w) in enumerate(zip(got, want)):
-            out += snapshot_differences(g, w, f"{path}[{i}]", tol)
+            out += snapshot_differences(g, w, table, f"{path}[{i}]", tol)
         return out
     if isinstance(got, float) and isinstance(want, float) and tol:
         if math.isclose(got, want, rel_tol=tol[0], abs_tol=tol[1]):

@@ -4,7 +4,10 @@ grades.csv and report.html. Each escaping test reads the part of the run it is a
 
 It is a Gradescope export: names from `submission_metadata.yml` (they may hold "/", which no
 folder name can), and beside them folders that the metadata does not name, named by their
-folder (names with a newline, an escape sequence or Markdown in them).
+folder (names with a newline, an escape sequence, Markdown or a right-to-left override in
+them). Format characters (tests/course/test_format_characters.py) come in names, in a message
+and the line of code it quotes, and in a written answer; an honest student writes Persian,
+Hebrew, Chinese and emoji, which keep their joiners.
 """
 from __future__ import annotations
 
@@ -52,6 +55,36 @@ HTML_NAMES = {"submission_11": "<script>alert(1)</script>",
 HTML_IMPORT_ERROR = "def f():\n    pass\n\nraise ValueError('<script>alert(3)</script>')\n"
 
 
+# ------------------------------------------------------------------ format characters
+# Unicode format characters (category Cf) reorder or hide text and show nothing themselves:
+# every output shows each as a code, `<U+202E>`.
+FORMAT_FOLDER = "attention-\u202eecila"          # shown by a terminal as "attention-alice"
+FORMAT_FOLDER_SHOWN = "attention-<U+202E>ecila"
+FORMAT_META = {"submission_21": "Bob\u200b \u2067Smith\u2069"}   # from the metadata
+FORMAT_META_SHOWN = "Bob<U+200B> <U+2067>Smith<U+2069>"
+# Raw in the source line too, which the message quotes back.
+FORMAT_RAISE = 'raise ValueError("all \u202epassed\u202c \u2066ok\u2069 \u200e\u200f\u061c\ufeff\u2060")'
+FORMAT_MESSAGE_SHOWN = ("all <U+202E>passed<U+202C> <U+2066>ok<U+2069> "
+                        "<U+200E><U+200F><U+061C><U+FEFF><U+2060>")
+FORMAT_ANSWER = ("dk \u202egrows\u202c, \u2067scores\u2069 zero\u200bwidth and\u200d "
+                 "joined, \ufeffbom, hidden\U000e0041\U000e0042 tags")
+FORMAT_ANSWER_SHOWN = ("dk <U+202E>grows<U+202C>, <U+2067>scores<U+2069> zero<U+200B>width "
+                       "and<U+200D> joined, <U+FEFF>bom, hidden<U+E0041><U+E0042> tags")
+FORMAT_FORGER = "cfforger"
+# Honest writing needs some format characters: the Persian word's non-joiner, the emoji's
+# joiners (a technologist, a rainbow flag), Scotland's flag's tags. Shown as written.
+WORLD_FOLDER = "Zoë 李 محمد"
+WORLD_ANSWER = ("می\u200cخواهم בעברית 你好 👩\u200d💻 🏳\ufe0f\u200d🌈 "
+                "🏴\U000e0067\U000e0062\U000e0073\U000e0063\U000e0074\U000e007f ok")
+# Every raw character the hostile texts hold (the honest ones' joiners are not among them).
+FORMAT_RAW = set("\u202e\u202c\u2066\u2067\u2069\u200b\u200e\u200f\u061c\ufeff\u2060"
+                 "\U000e0041\U000e0042")
+
+
+def answer_source(answer: str) -> str:
+    """The honest file with a written answer to `why_scale`."""
+    return HONEST.read_text() + f"\n\nwhy_scale = {answer!r}\n"
+
 # A forger's softmax raises; every function that calls it (the honest file's attention, and
 # through it multi-head attention and the block) raises with it. What each question then gives
 # is derived from the question files: the points of the cases given none of those functions.
@@ -77,13 +110,16 @@ def forger_source(raise_line: str) -> str:
 def build_class(root: Path) -> Path:
     """The export folder: every student of the four renderers' tests."""
     export = root / "class"
-    named = {**CSV_NAMES, **HTML_NAMES}
+    named = {**CSV_NAMES, **HTML_NAMES, **FORMAT_META}
     for folder in [*named, TERMINAL_NAME, MARKDOWN_NAME, "honest", TERMINAL_FORGER,
-                   MARKDOWN_FORGER]:
+                   MARKDOWN_FORGER, FORMAT_FOLDER, FORMAT_FORGER, WORLD_FOLDER]:
         (export / folder).mkdir(parents=True)
         shutil.copy(HONEST, export / folder / "attention.py")
     (export / TERMINAL_FORGER / "attention.py").write_text(forger_source(TERMINAL_RAISE))
     (export / MARKDOWN_FORGER / "attention.py").write_text(forger_source(MARKDOWN_RAISE))
+    (export / FORMAT_FORGER / "attention.py").write_text(
+        forger_source(FORMAT_RAISE) + f"\nwhy_scale = {FORMAT_ANSWER!r}\n")
+    (export / WORLD_FOLDER / "attention.py").write_text(answer_source(WORLD_ANSWER))
     (export / "submission_11" / "attention.py").write_text(HTML_IMPORT_ERROR)
     (export / "submission_metadata.yml").write_text(yaml.safe_dump(
         {sub: {":submitters": [{":name": name}]} for sub, name in named.items()}))

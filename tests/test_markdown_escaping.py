@@ -13,6 +13,7 @@ from hostile_names import MARKDOWN_RAISE as RAISE
 from hostile_names import forger_scores, forger_status
 
 from autograder.course.report import safe_name
+from autograder.feedback.totals import Totals
 
 NAME_IN_FILE = ("\\# Eve \\*\\*Total: 100%\\*\\* &lt;b onmouseover=alert(1)&gt;x "
                 "\\[y\\](javascript:alert(1))")
@@ -50,8 +51,8 @@ def test_messages_and_quoted_code_add_nothing(feedback: Path):
         *(f"## {q}: {s:g} / {m:g} ({forger_status(s, m)})" for q, (s, m) in scores.items()),
         *(f"## {q} (written): 0/{m} (not answered: 0 points)"
           for q, m in WRITTEN_POINTS.items())]
-    most = sum(m for _, m in scores.values()) + sum(WRITTEN_POINTS.values())
-    total = f"{sum(s for s, _ in scores.values()):g} / {most:g}"
+    total = Totals(sum(s for s, _ in scores.values()), sum(m for _, m in scores.values()), 0,
+                   sum(WRITTEN_POINTS.values())).text()
     assert [x for x in lines if "Total" in x and not x.startswith(("- ❌", "  - \\| "))] == \
         [f"**Total: {total}**"]
     line = (feedback.parent.parent / "class" / FORGER / "attention.py").read_text() \
@@ -77,8 +78,9 @@ def test_messages_and_quoted_code_add_nothing(feedback: Path):
 def test_a_name_is_shown_as_written(feedback: Path):
     text = (feedback / f"{safe_name(NAME)}.md").read_text()
     assert text.splitlines()[0] == f"# {TITLE}: feedback for {NAME_IN_FILE}"
-    # The honest student's own total.
-    assert f"**Total: {AUTOGRADED_MAX} / {MAX_SCORE}**" in text.splitlines()
+    # The honest student's own total (no written answer: 0 of the written points).
+    honest_total = Totals(AUTOGRADED_MAX, AUTOGRADED_MAX, 0, MAX_SCORE - AUTOGRADED_MAX).text()
+    assert f"**Total: {honest_total}**" in text.splitlines()
     tokens = _rendered(text)
     kinds = [t.type for t in tokens]
     assert "html_inline" not in kinds and "link_open" not in kinds
@@ -87,5 +89,5 @@ def test_a_name_is_shown_as_written(feedback: Path):
     assert f"<h1>{TITLE}: feedback for {NAME_IN_HTML}</h1>" in html
     assert "<a " not in html and "<b " not in html
     honest = (feedback / "honest.md").read_text()
-    assert f"**Total: {AUTOGRADED_MAX} / {MAX_SCORE}**" in honest.splitlines()
+    assert f"**Total: {honest_total}**" in honest.splitlines()
     assert "❌" not in honest

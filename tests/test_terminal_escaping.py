@@ -5,11 +5,14 @@ from pathlib import Path
 
 import pytest
 
-from helpers import AUTOGRADED_MAX, MAX_SCORE, QUESTIONS, cases_of, max_points, run_cli
+from helpers import (AUTOGRADED_MAX, MAX_SCORE, QUESTIONS, WRITTEN_MAX, cases_of, max_points,
+                     run_cli)
 from hostile_names import TERMINAL_FORGER as FORGER
 from hostile_names import TERMINAL_RAISE as RAISE
 from hostile_names import TERMINAL_SHOWN as SHOWN
 from hostile_names import forger_scores, forger_source, forger_status
+
+from autograder.feedback.totals import Totals
 
 # The message's leading line break is dropped (an error's first line is its first non-blank
 # one); `\r` and the escape sequences stay in the line, shown escaped.
@@ -37,30 +40,36 @@ def test_summary_and_feedback_escape_names_and_messages(hostile_names):
     stdout = hostile_names["stdout"]       # `grade --out --feedback --jobs 2`, run once
     _no_controls(stdout)
     lines = stdout.splitlines()
-    assert lines[0].split() == ["submission", *QUESTIONS, "total"]
+    assert lines[0].split() == ["submission", *QUESTIONS, "written", "total"]
     assert set(lines[1]) == {"-"}
     # Exactly one row per student: the newline in a name is not a row of its own.
-    rows = lines[2:lines.index("", 2)]
+    # (the table's legend lines, such as "wait: ...", follow the rows)
+    rows = [row for row in lines[2:lines.index("", 2)]
+            if not row.startswith(("wait: ", "adjusted: ", "*: "))]
     assert len(rows) == hostile_names["students"]
     assert all(len(row) == len(lines[0]) for row in rows), rows    # columns stay aligned
     by_name = {row.split()[0]: row.split()[1:] for row in rows}
     full = [f"{max_points(q):g}/{max_points(q):g}" for q in QUESTIONS]
-    assert by_name[SHOWN] == [*full, f"{AUTOGRADED_MAX}/{MAX_SCORE}"]
+    written = f"0/{WRITTEN_MAX}"          # no file of this class answers them
+    assert by_name[SHOWN] == [*full, written, f"{AUTOGRADED_MAX}/{MAX_SCORE}"]
     scores = forger_scores()
     cells = [cell for score, most in scores.values()
              for cell in (["err"] if forger_status(score, most) == "error" else [])
              + [f"{score:g}/{most:g}"]]
-    total = f"{sum(s for s, _ in scores.values()):g}/{sum(m for _, m in scores.values()) + 10:g}"
-    assert by_name[FORGER] == [*cells, total]
-    assert by_name["honest"] == [*full, f"{AUTOGRADED_MAX}/{MAX_SCORE}"]
+    score, most = sum(s for s, _ in scores.values()), sum(m for _, m in scores.values())
+    total = f"{score:g}/{most + WRITTEN_MAX:g}"
+    assert by_name[FORGER] == [*cells, written, total]
+    assert by_name["honest"] == [*full, written, f"{AUTOGRADED_MAX}/{MAX_SCORE}"]
     assert not any(row.startswith("mallory") for row in rows)
     line = _forger_source().splitlines().index(f"    {RAISE}") + 1
-    forger = lines.index(f"{hostile_class}/{FORGER}/attention.py: {total}")
+    forger = lines.index(f"{hostile_class}/{FORGER}/attention.py: "
+                         f"{Totals(score, most, 0, WRITTEN_MAX).text(sep='/')}")
     assert lines[forger + 1:forger + 4] == [
         f"  [ERR ] softmax: 0/{max_points('softmax'):g} (error)",
         "         case   'lesson: softmax([1, 2, 3])': " + MESSAGE.format(line=line),
         f"               (and {len(cases_of('softmax')) - 1} more case(s) with the same problem)"]
-    assert f"{hostile_class}/{SHOWN}/attention.py: {AUTOGRADED_MAX}/{MAX_SCORE}" in lines
+    assert f"{hostile_class}/{SHOWN}/attention.py: " \
+        f"{Totals(AUTOGRADED_MAX, AUTOGRADED_MAX, 0, WRITTEN_MAX).text(sep='/')}" in lines
     assert not any(x.startswith("[PASS]") for x in lines)   # the forged line is not a line
 
 

@@ -1,4 +1,4 @@
-"""`autograder lint` on written questions (`written.toml`, written/spec.py).
+"""`autograder lint` on written questions (`written.toml`, model/written_spec.py).
 
 Checked: the file is valid TOML with known keys; every question has an id that is a Python
 name used once (not another question's, a function's or an answer variable's), a prompt and

@@ -7,55 +7,22 @@ import sys
 import threading
 from pathlib import Path
 
-from ..model.assignment import ASSIGNMENTS_DIR, load_assignment
+from ..model.assignment import load_assignment
 from ..model.limits import parse_cli_limits
 from ..model.status import CaseStatus, QuestionStatus
 from ..model.safetext import shown_path, visible
 
 
-def _known_assignments() -> list[str]:
-    if not ASSIGNMENTS_DIR.is_dir():
-        return []
-    return sorted(d.name for d in ASSIGNMENTS_DIR.iterdir() if (d / "assignment.toml").is_file())
-
-
-def _assignment_for_file(path: Path | None, requested: str | None):
-    """The assignment asked for, else the one whose answer file has this name, else the only
-    one there is (a student bundle carries one), else the one whose functions the file's match
-    (`intake/track.py`), else attention, with a note saying how to ask for another."""
-    if requested:
-        return load_assignment(requested)
-    known = [load_assignment(name) for name in _known_assignments()]
-    for a in known:
-        if path is not None and Path(a.student_file).stem == path.stem:
-            return a
-    if len(known) == 1:
-        return known[0]
-    if path is not None and path.is_file():
-        from ..intake.submissions import UnreadableSubmission, read_submission
-        from ..intake.track import likely_assignment
-
-        try:
-            sub = read_submission(path)
-            source = sub.source if sub.cells is None else \
-                "\n".join(cell.source for cell in sub.cells)
-            found = likely_assignment(source, known)
-        except (UnreadableSubmission, OSError):
-            found = None
-        if found is not None:
-            return found
-        others = ", ".join(f"-a {a.name}" for a in known if a.name != "attention")
-        print(f"note: checking {shown_path(path)} as assignment 'attention' (its functions do "
-              f"not say which assignment it is for); for another, give {others}",
-              file=sys.stderr)
-    return load_assignment("attention")
-
-
 def cmd_check(args) -> int:
     from ..feedback.terminal import submission_text
     from ..grading.grade import check_in_process
+    from ..intake.track import assignment_for_file
 
-    assignment = _assignment_for_file(Path(args.file) if args.file else None, args.assignment)
+    if args.file and not os.path.lexists(args.file):     # said before any assignment is chosen
+        print(f"autograder: {shown_path(args.file)} not found; give the path of your .py or "
+              ".ipynb", file=sys.stderr)
+        return 2
+    assignment = assignment_for_file(Path(args.file) if args.file else None, args.assignment)
     path = Path(args.file or assignment.student_file)
     if path.is_dir():
         inside = path / assignment.student_file
@@ -65,35 +32,29 @@ def cmd_check(args) -> int:
         return 2
     if not path.exists():
         hint = "give the path of your .py or .ipynb" if args.file else \
-            f"copy the template ({assignment.template.name}) and fill it in"
+            template_hint(assignment)
         print(f"autograder: {shown_path(path)} not found; {hint}", file=sys.stderr)
         return 2
     if _lint_failed(assignment.root, reference=False):
         return 2
     result = check_in_process(assignment, path)
-    print(f"{assignment.title}: public checks of {path}")
+    print(f"{assignment.title}: public checks of {visible(path)}")
     print(submission_text(result, show_passed=args.verbose, check=True))
     passed = all(q.status == QuestionStatus.PASSED for q in result.questions.values())
-    print("\nAll public checks pass. Hidden cases are graded after you submit." if passed else
-          "\nSome checks fail: read the messages above, fix, and run again.")
-    from ..written.render import unanswered
-
-    empty = unanswered(result.written)
-    if empty:   # said, never scored: a grader reads them after the submission
-        print(f"Written questions still unanswered: {', '.join(empty)} (graded by hand after "
-              "you submit).")
+    print("\n".join(check_closing(assignment, result)))
     return 0 if passed else 1
 
 
 def _lint_failed(root, **options) -> bool:
     """Print the assignment's authoring mistakes (`authoring/lint.py`); whether there were any."""
     from ..authoring.lint import lint, report
+    from ..authoring.paths import shown_assignment
 
     errors = lint(root, **options)
     if errors:
         print(report(errors), file=sys.stderr)
-        print(f"autograder: {len(errors)} authoring problem(s) in {shown_path(root)}; see "
-              "`autograder lint`", file=sys.stderr)
+        print(f"autograder: {len(errors)} authoring problem(s) in {shown_assignment(root)}; "
+              "see `autograder lint`", file=sys.stderr)
     return bool(errors)
 
 
@@ -110,7 +71,9 @@ def cmd_lint(args) -> int:
     if _lint_failed(root, reference=not args.no_reference, mutants=args.mutants,
                     mutants_seen=seen):
         return 1
-    print(f"{shown_path(root)}: no authoring problems found")
+    from ..authoring.paths import shown_assignment
+
+    print(f"{shown_assignment(root)}: no authoring problems found")
     from ..authoring.forbidden_coverage import coverage
 
     print("\n".join(["forbidden routines, and where grading refuses them:", *coverage(root)]))
@@ -128,9 +91,6 @@ def _import_quietly(*names: str) -> None:
     import importlib
 
     try:
-        import matplotlib
-
-        matplotlib.use("Agg")
         for name in names:
             importlib.import_module(name)
     except ImportError:
@@ -186,8 +146,7 @@ def cmd_grade(args) -> int:
         return 2
     if out is not None:
         # The reports' libraries load while the grading processes work (this one waits).
-        threading.Thread(target=_import_quietly, args=("matplotlib.pyplot", "jinja2"),
-                         daemon=True).start()
+        threading.Thread(target=_import_quietly, args=("jinja2",), daemon=True).start()
     from ..sandbox.errors import SandboxError
 
     try:
@@ -333,6 +292,19 @@ def cmd_build(args) -> int:
     return 0
 
 
+def cmd_new(args) -> int:
+    """A new assignment's files, ready to edit (`authoring/scaffold.py`)."""
+    from ..authoring.scaffold import ScaffoldError, run
+
+    try:
+        lines = run(args.name, Path(args.project), args.track, args.title)
+    except ScaffoldError as e:
+        print(f"autograder: {visible(e)}", file=sys.stderr)
+        return 2
+    print("\n".join(lines))
+    return 0
+
+
 def cmd_diagnose_eval(args) -> int:
     """Grade the wrong and correct corpora; measure how often feedback names the right mistake."""
     from ..model.project import PROJECT_ROOT
@@ -390,3 +362,33 @@ def cmd_benchmark(args) -> int:
     return run(args.assignment, corpus, args.n, args.jobs or os.cpu_count() or 1,
                args.otter_sample, repeats=max(1, args.repeats),
                gradescope_limit=args.gradescope_limit)
+
+
+def check_closing(assignment, result) -> list[str]:
+    """The lines `check` ends with: whether every public check passes, what the points leave
+    for later and what the grade is out of (`feedback.totals.graded_later`), and the written
+    questions still unanswered."""
+    from ..feedback.totals import graded_later
+    from ..platforms.public_only import assignment_points
+    from ..written.render import unanswered
+
+    passed = all(q.status == "passed" for q in result.questions.values())
+    lines = ["", "All public checks pass." if passed else
+             "Some checks fail: read the messages above, fix, and run again."]
+    points = assignment_points(assignment)
+    later = graded_later(points.hidden_cases, points.hidden, points.autograded, points.written)
+    if later:
+        lines.append(later.replace("the points here are feedback", "the points above are "
+                                   "feedback"))
+    empty = unanswered(result.written)
+    if empty:   # said, never scored: a grader reads them after the submission
+        lines.append(f"Written questions still unanswered: {', '.join(empty)} (graded by hand "
+                     "after you submit).")
+    return lines
+
+
+def template_hint(assignment) -> str:
+    """What `check` says when the student's file is not there: where the template is."""
+    template = shown_path(assignment.template)
+    return (f"copy the template and fill it in: `cp {template} {assignment.student_file}` "
+            "(or give the path of your .py or .ipynb)")

@@ -7,8 +7,8 @@ import sys
 
 from ..console.arguments import Parser, add_assignment_argument, run_entry_point
 from .commands import (cmd_benchmark, cmd_build, cmd_check, cmd_classroom, cmd_diagnose_eval,
-                       cmd_grade, cmd_lint, cmd_mutants, cmd_sandbox, cmd_similarity,
-                       cmd_snapshot)
+                       cmd_grade, cmd_lint, cmd_mutants, cmd_new, cmd_sandbox,
+                       cmd_similarity, cmd_snapshot)
 
 # Where `autograder build` writes when no --out is given (ignored by git: .gitignore).
 BUILD_DIR = "dist"
@@ -156,6 +156,16 @@ def build_parser() -> argparse.ArgumentParser:
     u.add_argument("-v", "--verbose", action="store_true",
                    help="also list equivalent and named mutants, and print the catalogue "
                         "variant that would name each unnamed one")
+
+    e = command("new", "start a new assignment: the template, the reference, assignment.toml, "
+                       "a question file, a catalogue and the notebook, linting clean", cmd_new)
+    e.add_argument("name", help="the assignment's name, also its student file's (NAME.py)")
+    e.add_argument("--track", choices=["torch", "numpy"], default="torch",
+                   help="what the functions take and return (default: torch)")
+    e.add_argument("--title", help="shown to students (default: from the name)")
+    e.add_argument("--project", default=".",
+                   help="the project folder that holds assignments/, reference/ and "
+                        "student_template/ (default: the current folder)")
 
     o = command("build", "build the student bundle, the Gradescope zip, the Classroom 50 "
                          "folder and the otter zip", cmd_build)

@@ -10,5 +10,7 @@ files the instructor reads and imports.
 | `batch.py` | grading the whole class: parallel workers, a progress bar, a resumable cache |
 | `repository_flags.py` | whether a cloned repository still carries what was shipped to it |
 | `report.py` | grades.csv, grades.json, feedback/*.md and report.html (`templates/`) |
+| `feedback_delivery.py` | `--deliver`: the `feedback` branch of each clone, the Feedback pull request comments, the mail-merge file |
+| `branch_guard.py` | whether writing one branch of a student's repository changes that branch and nothing else |
 | `benchmark.py` | `autograder benchmark`: a class's grading speed and memory, against peers in the same run |
 """

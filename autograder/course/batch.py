@@ -73,6 +73,14 @@ def cache_key(assignment: Assignment, content: bytes, limits: Limits) -> str:
     return h.hexdigest()
 
 
+def descriptions_file(folder: Path, assignment: Assignment) -> Path:
+    """Where a class run's cache keeps the catalogue's names and hints of its mistakes
+    (`describe_mistakes`), written by a grading process, which has the catalogue loaded: the
+    report reads them there instead of loading the catalogue (and torch) itself."""
+    # Not `.json`: every `*.json` of the cache is a submission's result.
+    return folder / f"mistakes-{assignment_version(assignment)}.names"
+
+
 class ResultCache:
     def __init__(self, folder: Path):
         self.folder = folder
@@ -226,6 +234,7 @@ class _Grader:
         self.sandbox = None
         self.share_torch = False     # fork the first fork server from this process
         self._started = False
+        self._described = False
 
     def start_sandbox(self) -> None:
         from ..sandbox import Sandbox
@@ -266,9 +275,12 @@ class _Grader:
             from ..grading.grade import report_internal_error
             from ..grading.runner import internal_error
 
+            from ..grading.grade import with_answers_of_file
+
             report_internal_error(shown, e)
-            result = internal_error(self.assignment, shown, e,
-                                    include_hidden=not self.public_only)
+            result = with_answers_of_file(self.assignment, internal_error(
+                self.assignment, shown, e, include_hidden=not self.public_only), file,
+                self.questions)
         if _internal_error(result):
             # Not kept in the cache: the next run tries again. The sandbox may be in any state
             # after a fault of the grader: the next submission gets a fresh one.
@@ -282,7 +294,25 @@ class _Grader:
                 self.cache.put(key, result)
             except OSError as e:
                 print(f"autograder: could not cache the result of {shown}: {e}", file=sys.stderr)
+            self._describe()
         return result
+
+    def _describe(self) -> None:
+        """Once per grading process: the names and hints of the catalogue's mistakes, for the
+        report (`descriptions_file`)."""
+        if self._described:
+            return
+        self._described = True
+        try:
+            from ..diagnose import describe_mistakes
+
+            path = descriptions_file(self.cache.folder, self.assignment)
+            if not path.exists():
+                tmp = path.with_suffix(f".{os.getpid()}.tmp")
+                tmp.write_text(json.dumps(describe_mistakes(self.assignment)))
+                os.replace(tmp, path)
+        except Exception:  # noqa: BLE001 - the report loads the catalogue itself instead
+            pass
 
     def close(self) -> None:
         if self.sandbox is not None:

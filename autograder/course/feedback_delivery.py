@@ -8,10 +8,12 @@ Three things are written, ready for the instructor's own push, `gh` or mail tool
   no file of the working tree is read, so a link the student committed leads nowhere. The
   branch starts at the commit that was graded (else HEAD; a repository without commits gets a
   first commit of its own); a branch `feedback` already there gains a commit on top, never a
-  rewrite, and an unchanged feedback adds nothing. A repository whose checked-out branch is
-  `feedback` is left alone. The repository is read as the due-date history is
-  (`git_history`): every setting that could run a program is overridden, and a `.git` holding
-  a link, borrowing objects or pointing elsewhere is refused;
+  rewrite, and an unchanged feedback adds nothing. The repository is read as the due-date
+  history is (`git_history`): every setting that could run a program is overridden, and a
+  `.git` holding a link, borrowing objects or pointing elsewhere is refused. Only that branch
+  is written: a repository where the write could move anything else (the branch checked out,
+  here or in a linked worktree, a symbolic ref to or from it, a reflog that is a hard link)
+  is left alone, with the reason (`branch_guard`);
 * `R/feedback-pr/<name>.md`: the body of a comment for each student's Classroom 50 Feedback
   pull request (`gh pr comment --body-file`), cut to fit GitHub's 65,536 characters;
 * with a roster that has an `email` column, `R/mail-merge.csv`: `email,subject,body_file`, the
@@ -26,7 +28,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import git_history
+from . import branch_guard, git_history
 from ..model.safetext import csv_cell
 
 BRANCH = "feedback"
@@ -53,17 +55,15 @@ def _oid(raw: bytes, what: str) -> str:
 
 
 def _branch_tip(folder: Path, branch: str) -> str | None:
-    out = git_history._git(folder, ["for-each-ref", "--format=%(objectname)",
-                                    f"refs/heads/{branch}"], limit=256)
-    text = out.decode("ascii", "replace").strip()
-    return _oid(out, branch) if text else None
-
-
-def _checked_out_branch(folder: Path) -> str | None:
-    """The branch HEAD names (None when detached); `.git/HEAD` was checked to be a file."""
-    with open(folder / ".git" / "HEAD", "rb") as f:
-        head = f.read(512).decode("utf-8", "replace").strip()
-    return head[len("ref: refs/heads/"):] if head.startswith("ref: refs/heads/") else None
+    """The branch's commit, None when there is no such branch. (`for-each-ref` also lists
+    refs under `refs/heads/<branch>/`: only the exact name counts.)"""
+    out = git_history._git(folder, ["for-each-ref", "--format=%(objectname) %(refname)",
+                                    f"refs/heads/{branch}"])
+    for line in out.decode("utf-8", "replace").splitlines():
+        oid, _, name = line.partition(" ")
+        if name == f"refs/heads/{branch}":
+            return _oid(oid.encode(), branch)
+    return None
 
 
 def _head_commit(folder: Path) -> str | None:
@@ -92,9 +92,7 @@ def commit_feedback(folder: Path, text: str, message: str, base: str | None = No
     ("committed", sha) or ("unchanged", sha). Raises HistoryError when the repository may not
     or cannot be written."""
     git_history._check_layout(folder)
-    if _checked_out_branch(folder) == branch:
-        raise git_history.HistoryError(f"the checked-out branch is `{branch}`: not written, "
-                                       "so the student's working tree stays as it is")
+    branch_guard.check_branch_write(folder, branch)
     import tempfile
 
     with tempfile.NamedTemporaryFile("wb", suffix=".md") as f:
@@ -113,9 +111,11 @@ def commit_feedback(folder: Path, text: str, message: str, base: str | None = No
         return "unchanged", tip
     args = ["commit-tree", tree, "-m", message] + (["-p", parent] if parent else [])
     commit = _oid(git_history._git(folder, args, limit=256, env=IDENTITY), "the commit")
-    # The old value guards the update: a branch moved meanwhile is not overwritten.
-    git_history._git(folder, ["update-ref", "-m", "autograder feedback", f"refs/heads/{branch}",
-                              commit, tip or ""], limit=256)
+    # The old value guards the update: a branch moved meanwhile is not overwritten; and the
+    # ref itself is written, never a ref it might have become a symbolic ref to meanwhile.
+    git_history._git(folder, ["update-ref", "--no-deref", "-m", "autograder feedback",
+                              f"refs/heads/{branch}", commit, tip or ""], limit=256,
+                     env=IDENTITY)
     return "committed", commit
 
 

@@ -23,6 +23,7 @@ from . import git_history
 from .classlist import Student, display
 from .roster import who_text
 from .standing import Standing, days_text, plain_standing
+from ..feedback.totals import Totals
 from ..model.safetext import csv_cell
 from ..model.status import QuestionStatus
 
@@ -343,7 +344,8 @@ class Term:
         if self.policy is None or info is None or not info.days_late or r.missing:
             return plain_standing(r)
         return Standing(r.score, r.max_score, adjusted(r.score, info, self.policy),
-                        info.days_late, self.policy.deduction(info.days_late))
+                        info.days_late, self.policy.deduction(info.days_late),
+                        totals=Totals.of(r))
 
     def late_policy_text(self) -> str | None:
         return str(self.policy) if self.policy is not None else None

@@ -1,7 +1,6 @@
 """Files a class grading run writes: grades.csv, grades.json, feedback/*.md and report.html."""
 from __future__ import annotations
 
-import base64
 import collections
 import csv
 import io
@@ -14,6 +13,7 @@ from pathlib import Path
 
 from ..model.assignment import Assignment
 from ..feedback.render import render_question
+from ..feedback.totals import Totals, out_of
 from ..feedback.contract import results_json
 from ..model.results import SubmissionResult, mistake_counts
 from ..model.safetext import csv_cell, markdown_inline, markdown_text
@@ -101,46 +101,42 @@ def feedback_html(result: SubmissionResult, title: str, standing: Standing | Non
         written=written_render.feedback_views(result.written), markdown_file=markdown_file)
 
 
-def _plot_png(values: list[float], maximum: float, title: str, xlabel: str) -> str:
-    import matplotlib
+def _plot(values: list[float], maximum: float, title: str, xlabel: str):
+    """A distribution of scores as inline SVG (`pictures.draw.histogram`), safe in the page."""
+    from markupsafe import Markup
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from ..pictures.draw import histogram
 
-    fig, ax = plt.subplots(figsize=(4.2, 2.6), dpi=100)
-    if maximum <= 12 and all(float(v).is_integer() for v in values):
-        bins, span = [x - 0.5 for x in range(int(maximum) + 2)], None
-    else:
-        # Over the whole scale, not the values' own range (adjusted totals are fractional).
-        bins, span = min(20, max(5, int(maximum))), (0, max(maximum, 1e-9))
-    ax.hist(values, bins=bins, range=span, color="#4a7bd0", edgecolor="white")
-    ax.set_xlim(-0.5, maximum + 0.5)
-    ax.set_title(title, fontsize=10)
-    ax.set_xlabel(xlabel, fontsize=9)
-    ax.set_ylabel("students", fontsize=9)
-    ax.yaxis.get_major_locator().set_params(integer=True)
-    # Fixed margins: tight_layout measures every text and costs more than drawing the plot.
-    fig.subplots_adjust(left=0.16, right=0.97, top=0.88, bottom=0.2)
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png")
-    plt.close(fig)
-    return base64.b64encode(buf.getvalue()).decode()
+    return Markup(histogram(values, maximum, title, xlabel))
 
 
-def _named_mistakes(assignment: Assignment, results: list[SubmissionResult]) -> dict:
+def _named_mistakes(assignment: Assignment, results: list[SubmissionResult],
+                    described: dict | None = None) -> dict:
     """{question: [(name, hint, count)]}: the named mistakes per question, by their names
     (none when no catalogue named any)."""
     try:
         counts = mistake_counts(results)
-        described = {}
-        if counts:
+        if counts and described is None:
             from ..diagnose import describe_mistakes   # loads torch: only when there are any
 
             described = describe_mistakes(assignment)
+        described = described or {}
     except Exception:  # noqa: BLE001 - a report must not fail over an optional section
         return {}
     return {q: [(described.get(m, {}).get("name") or m, described.get(m, {}).get("hint", ""), n)
                 for m, n in per.items()] for q, per in counts.items()}
+
+
+def _descriptions(out: Path, assignment: Assignment) -> dict | None:
+    """The mistakes' names and hints a grading process of this run recorded in its cache
+    (`batch.descriptions_file`), None when there are none (the report then loads them)."""
+    from .batch import descriptions_file
+
+    try:
+        data = json.loads(descriptions_file(out / ".cache", assignment).read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def _problem(qid: str, q) -> str:
@@ -158,7 +154,8 @@ def _problem(qid: str, q) -> str:
 def html_report(assignment: Assignment, results: list[SubmissionResult],
                 feedback_files: list[str], flags: list[dict],
                 similarity: dict | None = None, standings: list[Standing] | None = None,
-                late_policy: str | None = None, decisions: list[dict] | None = None) -> str:
+                late_policy: str | None = None, decisions: list[dict] | None = None,
+                described: dict | None = None) -> str:
     """`similarity`: what `similarity_report.class_section` gives (`grade --similarity`),
     shown in its own section; None leaves the section out. `feedback_files`: the feedback pages linked (.html; the .md
     beside each). `standings`: the total that counts per result, `late_policy` the policy's
@@ -168,7 +165,7 @@ def html_report(assignment: Assignment, results: list[SubmissionResult],
     handed_in = [r for r, st in zip(results, standings) if not st.missing]
     totals = [st.counted for st in standings if not st.missing]
     max_total = max((r.max_score for r in results), default=0.0)
-    mistakes = _named_mistakes(assignment, handed_in)
+    mistakes = _named_mistakes(assignment, handed_in, described)
     questions = []
     for q in assignment.questions:
         per = [r.questions[q.id] for r in handed_in if q.id in r.questions]
@@ -186,7 +183,7 @@ def html_report(assignment: Assignment, results: list[SubmissionResult],
             "statuses": sorted(statuses.items(), key=lambda kv: -kv[1]),
             "kinds": [(kind_words(k), n) for k, n in kinds.most_common(4)],
             "mistakes": sorted(mistakes.get(q.id, []), key=lambda m: -m[2])[:5],
-            "plot": _plot_png([qr.score for qr in per], qmax, q.id, "score"),
+            "plot": _plot([qr.score for qr in per], qmax, q.id, "score"),
         })
     problems, missing = [], []
     for r in results:
@@ -224,21 +221,34 @@ def html_report(assignment: Assignment, results: list[SubmissionResult],
         median=statistics.median(totals) if totals else 0.0, max_total=max_total,
         full=sum(st.counted == st.max_score and st.max_score > 0 for st in standings
                  if not st.missing),
-        total_plot=_plot_png(totals, max_total,
+        total_plot=_plot(totals, max_total,
                              "adjusted totals" if late_policy else "total scores",
                              "adjusted total" if late_policy else "total"),
         questions=questions, problems=problems, students=students, flags=flags,
+        out_of=_out_of(assignment, handed_in or results),
         similarity=similarity, decisions=decisions or [],
         written=written_render.report_section(assignment.written, handed_in))
 
 
 def _written_cell(r: SubmissionResult) -> str:
-    """A student's written points in the report's table ("" without written questions)."""
-    if not r.written:
+    """A student's written points in the report's table, as the terminal's table shows them
+    (`wait 0/10`; "" without written questions)."""
+    return Totals.of(r).written_cell()
+
+
+def _out_of(assignment: Assignment, results: list[SubmissionResult]) -> str:
+    """What the totals are out of, and what waits for a grader (`totals`' words)."""
+    top = max(results, key=lambda r: r.max_score, default=None)
+    if top is None:
         return ""
-    waiting = sum(a.waiting for a in r.written.values())
-    points = sum(a.points for a in r.written.values())
-    return f"{points:g}" + (f" ({waiting} waiting)" if waiting else "")
+    t = Totals.of(top)
+    text = f"Totals are out of {out_of(t.autograded_max, t.written_max)}."
+    waiting = sum(Totals.of(r).waiting for r in results)
+    if waiting:
+        text += (f" Written answers worth {waiting:g} points in all wait for a grader "
+                 "(`autograder review`): until graded they count 0, in every total and "
+                 "statistic here.")
+    return text
 
 
 def write_reports(out: Path, assignment: Assignment, results: list[SubmissionResult],
@@ -303,7 +313,8 @@ def write_reports(out: Path, assignment: Assignment, results: list[SubmissionRes
     _write_atomic(out / "grades.json", json.dumps(data, indent=2))
     _write_atomic(out / "report.html", html_report(assignment, results, feedback_files,
                                                    flags or [], similarity, standings,
-                                                   late_policy, decisions))
+                                                   late_policy, decisions,
+                                                   _descriptions(out, assignment)))
     return {"csv": out / "grades.csv", "json": out / "grades.json",
             "html": out / "report.html", "feedback": fb_dir,
             "feedback_files": [out / Path(f).with_suffix(".md") for f in feedback_files]}

@@ -140,14 +140,21 @@ class Baseline:
     p90: float
     q1: float
     q3: float
-    fence: float | None       # Tukey's far-out fence; None with too few pairs to tell
+    # Tukey's far-out fence, on the scores' own scale (at most 1, two identical files); None
+    # when no pair can stand out: too few pairs to tell, or scores spread so widely that the
+    # fence would lie above 1 (`no_stand_out` says which).
+    fence: float | None
     scores: np.ndarray = field(default_factory=lambda: np.zeros(0))   # sorted, all pairs
+    no_stand_out: str | None = None    # TOO_FEW_PAIRS, SPREAD_TOO_WIDE or None
 
     def percentile(self, score: float) -> float:
         return float(np.searchsorted(self.scores, score, side="left")) / max(1, self.pairs)
 
 
 MIN_PAIRS_FOR_FENCE = 10
+MAX_PAIR_SCORE = 1.0                 # the score of two identical files
+TOO_FEW_PAIRS = "too few pairs"
+SPREAD_TOO_WIDE = "scores spread too widely"
 
 
 @dataclass
@@ -325,9 +332,14 @@ def baseline(scores: np.ndarray, n: int) -> Baseline:
     every = np.sort(np.concatenate([np.zeros(max(0, total - len(scores))),
                                     np.asarray(scores, np.float64)]))
     if not len(every):
-        return Baseline(0, 0.0, 0.0, 0.0, 0.0, None)
+        return Baseline(0, 0.0, 0.0, 0.0, 0.0, None, no_stand_out=TOO_FEW_PAIRS)
     q1, median, q3, p90 = (float(np.quantile(every, q)) for q in (0.25, 0.5, 0.75, 0.9))
-    fence = q3 + 3 * (q3 - q1) if total >= MIN_PAIRS_FOR_FENCE else None
+    if total < MIN_PAIRS_FOR_FENCE:
+        return Baseline(total, median, p90, q1, q3, None, every, TOO_FEW_PAIRS)
+    fence = q3 + 3 * (q3 - q1)
+    if fence >= MAX_PAIR_SCORE:
+        # No score can lie above it: the page says so rather than state a fence beyond 1.
+        return Baseline(total, median, p90, q1, q3, None, every, SPREAD_TOO_WIDE)
     return Baseline(total, median, p90, q1, q3, fence, every)
 
 

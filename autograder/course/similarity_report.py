@@ -14,7 +14,8 @@ from pathlib import Path
 
 from ..model.safetext import visible
 from .pages import page_environment
-from .similarity import K, WINDOW, Comparison, Pair, Source
+from .similarity import (K, MIN_PAIRS_FOR_FENCE, SPREAD_TOO_WIDE, WINDOW, Comparison, Pair,
+                         Source)
 
 MAX_SHOWN_LINES = 2000     # per side of a pair in the HTML
 MAX_LINE_CHARS = 300
@@ -40,7 +41,8 @@ def baseline_json(comparison: Comparison) -> dict | None:
         return None
     return {"pairs": b.pairs, "median": round(b.median, 4), "p90": round(b.p90, 4),
             "q1": round(b.q1, 4), "q3": round(b.q3, 4),
-            "fence": None if b.fence is None else round(b.fence, 4)}
+            "fence": None if b.fence is None else round(b.fence, 4),
+            "no_stand_out": b.no_stand_out}
 
 
 def baseline_text(comparison: Comparison) -> str:
@@ -52,11 +54,19 @@ def baseline_text(comparison: Comparison) -> str:
     text = (f"In this class, half of the {b.pairs} pairs score {b.median:.2f} or less and nine "
             f"in ten {b.p90:.2f} or less: that is what sharing looks like here, where everyone "
             "solved the same short exercise. ")
-    if b.fence is None:
-        text += "There are too few pairs to say which stand out; read the ranking."
+    if b.fence is not None:
+        text += (f"A pair scoring above {b.fence:.2f} (of at most 1: the third quartile plus "
+                 "three times the spread of the middle half) stands out from the rest of the "
+                 "class.")
+    elif b.no_stand_out == SPREAD_TOO_WIDE:
+        text += (f"No pair can stand out in this class: its scores spread so widely (the middle "
+                 f"half from {b.q1:.2f} to {b.q3:.2f}) that the third quartile plus three times "
+                 "that spread lies above 1, the score of two identical files. Read the ranking "
+                 "from the top; copies are named whatever their score.")
     else:
-        text += (f"A pair scoring above {b.fence:.2f} (the third quartile plus three times the "
-                 "spread of the middle half) stands out from the rest of the class.")
+        text += (f"There are too few pairs (fewer than {MIN_PAIRS_FOR_FENCE}) to say which "
+                 "stand out: no pair can. Read the ranking from the top; copies are named "
+                 "whatever their score.")
     return text
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from ..model.results import SubmissionResult
 from ..model.status import QuestionStatus
+from ..feedback.totals import Totals
 
 
 @dataclass(frozen=True)
@@ -22,18 +23,20 @@ class Standing:
     days_late: int = 0
     deduction: float = 0.0     # the fraction of the total lost to lateness
     missing: bool = False      # no submission: 0 in the gradebook, out of the statistics
+    totals: Totals | None = None   # its parts: autograded, written, waiting for a grader
 
     @property
     def penalised(self) -> bool:
         return self.deduction > 0
 
     def total_text(self) -> str:
-        """`31.5 / 35 (35 less 10 % for 1 day late)`, or `35 / 35` without a penalty."""
-        text = f"{self.counted:g} / {self.max_score:g}"
-        if self.penalised:
-            text += (f" ({self.total:g} less {self.deduction * 100:g} % for "
-                     f"{days_text(self.days_late)} late)")
-        return text
+        """`31.5 / 35 (35 less 10 % for 1 day late)`, or `35 / 35` without a penalty; with
+        written questions, their part too, in `render.Totals`' words: `42 / 52 (autograded
+        42 / 42, written 0 / 10 with 10 points waiting for a grader)`."""
+        late = (f"{self.total:g} less {self.deduction * 100:g} % for "
+                f"{days_text(self.days_late)} late") if self.penalised else ""
+        totals = self.totals or Totals(self.total, self.max_score)
+        return totals.text(score=self.counted, before=late)
 
 
 def days_text(days: int) -> str:
@@ -42,7 +45,8 @@ def days_text(days: int) -> str:
 
 def plain_standing(result: SubmissionResult) -> Standing:
     """A row's standing where no late policy applies: its total counts."""
-    return Standing(result.score, result.max_score, result.score, missing=result.missing)
+    return Standing(result.score, result.max_score, result.score, missing=result.missing,
+                    totals=Totals.of(result))
 
 
 def statistics_rule(late_policy: str | None, missing: int) -> str:

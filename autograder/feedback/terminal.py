@@ -7,6 +7,7 @@ screen or start a line of its own.
 from __future__ import annotations
 
 from .render import render_question
+from .totals import Totals
 from ..model.results import QuestionResult, SubmissionResult
 from ..model.safetext import visible
 from ..model.status import MARKS, SHORT
@@ -54,11 +55,12 @@ def submission_text(result: SubmissionResult, *, show_passed: bool = False,
     """`check`: the student's own check, whose total leaves out the written questions (they
     are graded by hand: it only says which are still unanswered)."""
     mark = review_mark(result)
-    score, top = result.score, result.max_score
+    totals = Totals.of(result)
     if check:
-        score = round(sum(q.score for q in result.questions.values()), 6)
-        top = round(sum(q.max_score for q in result.questions.values()), 6)
-    lines = [f"{visible(result.path)}: {_num(score)}/{_num(top)}"
+        total = f"{_num(totals.autograded)}/{_num(totals.autograded_max)} on the public cases"
+    else:
+        total = totals.text(sep="/")
+    lines = [f"{visible(result.path)}: {total}"
              + (f"  [{mark}: flagged for review]" if mark else "")]
     if result.error:
         lines.append(f"  problem: {visible(result.error)}")
@@ -77,10 +79,17 @@ def summary_table(results: list[SubmissionResult], question_ids: list[str],
     late and the adjusted total, the one that counts, after the total."""
     labels = [visible(r.student or r.path) for r in results]
     width = min(max([10] + [len(label) for label in labels]), 48)
+    totals = [Totals.of(r) for r in results]
+    written = any(t.written_max for t in totals)
+    if written:   # the written questions' part, with what waits for a grader
+        question_ids = list(question_ids) + ["written"]
     rows = []
-    for r in results:
+    for r, t in zip(results, totals):
         cells = []
         for q in question_ids:
+            if written and q == "written" and q not in r.questions:
+                cells.append(t.written_cell() or "-")
+                continue
             qr = r.questions.get(q)
             cell = "-" if qr is None else f"{_num(qr.score)}/{_num(qr.max_score)}"
             if qr is not None and qr.status in SHORT:
@@ -107,6 +116,10 @@ def summary_table(results: list[SubmissionResult], question_ids: list[str],
             days = "-" if st.missing else str(st.days_late)
             line += f"  {days:>9}  {_num(st.counted):>8}"
         lines.append(line + (f"  {mark}" if mark else ""))
+    waiting = sum(t.waiting for t in totals)
+    if waiting:
+        lines.append(f"wait: written answers waiting for a grader ({_num(waiting)} points in "
+                     "all); the total counts them 0 until they are graded")
     if late:
         lines.append(f"adjusted: the total less {visible(late_policy)}; the total that counts "
                      "(gradebook.csv)")

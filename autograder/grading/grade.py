@@ -12,15 +12,17 @@ from pathlib import Path
 from typing import Any
 
 from . import integrity
-from ..model.assignment import Assignment
 from ..checking.answers import MISSING
-from .integrity import CallLog
-from ..checking.checks import CheckFailed, Problem
-from ..sandbox.execute import describe_error
+from ..checking.checks import CheckFailed
+from ..checking.context import Mode
+from ..checking.problems import Problem
+from ..intake.signatures import signature_note
+from ..model.assignment import Assignment
 from ..model.limits import Limits
 from ..model.results import SubmissionResult
 from ..model.status import CaseStatus, QuestionStatus
-from ..intake.signatures import signature_note
+from ..sandbox.execute import Chained, describe_error
+from .integrity import CallLog
 from .runner import (QuestionStopped, failed_everywhere, grade_functions, internal_error,
                      malformed_reply, question_forbidden, tripwire_names)
 from ..sandbox import Sandbox, SandboxError
@@ -52,12 +54,16 @@ class RemoteFunction:
     def __remote_outcome__(self, args, kwargs, *, upstream, want_grad, forbidden, question):
         if self._log is not None:
             self._log.called(self.__name__)
+            # A function whose output this call is given (`Question.output_of`) runs too.
+            for value in [*args, *kwargs.values()]:
+                if isinstance(value, Chained):
+                    self._log.called(value.name)
         try:
             outcome = self._session.call(self.__name__, args, kwargs, upstream=upstream,
                                          want_grad=want_grad, forbidden=forbidden)
         except WorkerStopped as e:
             message = e.message
-            routines = getattr(e, "routines", None)
+            routines = e.routines
             if routines and self._scan is not None and forbidden:
                 # The run is the evidence; the scan, where it found the route, says where.
                 found = self._scan.forbidden(self.__name__, list(forbidden))
@@ -77,9 +83,8 @@ class RemoteFunction:
                                           forbidden=None, question=None)
         if outcome["status"] != "ok":
             err = outcome.get("error") or {}
-            raise CheckFailed([Problem("error", f"{self.__name__} raised {err.get('type')}: "
-                                                f"{err.get('message')}")],
-                              status=CaseStatus.ERROR)
+            raise CheckFailed([Problem.of("error", function=self.__name__, type=err.get("type"),
+                                          first=err.get("message"))], status=CaseStatus.ERROR)
         return outcome["output"]
 
 
@@ -242,6 +247,27 @@ def with_written_answers(assignment: Assignment, result: SubmissionResult,
     return result
 
 
+def text_only(error: UnreadableSubmission) -> Submission | None:
+    """What a file Python refuses (not UTF-8) still holds as text, for its written answers."""
+    return Submission(error.text) if error.text is not None else None
+
+
+def with_answers_of_file(assignment: Assignment, result: SubmissionResult, path: Path | None,
+                         questions: list[str] | None = None) -> SubmissionResult:
+    """The result with the written answers its file holds, read and never run: for a row made
+    without grading the file (the grader's own failure), whose answers are the student's
+    all the same."""
+    sub = None
+    if path is not None:
+        try:
+            sub = read_submission(Path(path))
+        except UnreadableSubmission as e:
+            sub = text_only(e)
+        except OSError:
+            sub = None
+    return with_written_answers(assignment, result, sub, None, questions)
+
+
 def report_internal_error(shown: str, error: BaseException) -> None:
     """Tell the instructor, on stderr, where the grader failed (the row says only that): the
     exception and the innermost frames, on one line each."""
@@ -263,6 +289,7 @@ def _grade_submission(assignment: Assignment, path: Path, sandbox: Sandbox,
     try:
         sub = read_submission(path)
     except UnreadableSubmission as e:
+        seen.submission = text_only(e)
         return failed_everywhere(assignment, shown, CaseStatus.ERROR, str(e),
                                  include_hidden=include_hidden, sandbox=sandbox.description)
     seen.submission = sub
@@ -342,7 +369,7 @@ def _grade_submission(assignment: Assignment, path: Path, sandbox: Sandbox,
             return env
 
         result = grade_functions(assignment, shown, env_for_question,
-                                 include_hidden=include_hidden,
+                                 include_hidden=include_hidden, mode=Mode.GRADE,
                                  questions=questions, sandbox=sandbox.description)
         if session.malformed is not None:   # even if a question file swallowed the exception
             raise MalformedReply(session.malformed)
@@ -374,14 +401,16 @@ def check_in_process(assignment: Assignment, path: Path,
         sub = read_submission(path)
     except UnreadableSubmission as e:
         return with_written_answers(assignment, failed_everywhere(
-            assignment, shown, CaseStatus.ERROR, str(e), include_hidden=False), None)
+            assignment, shown, CaseStatus.ERROR, str(e), include_hidden=False), text_only(e),
+            questions=questions)
     if sub.cells is not None:
         return _check_notebook_in_process(assignment, path, sub, questions)
     source = sub.source
     syntax = _syntax_message(source, str(path))
     if syntax:
         return with_written_answers(assignment, failed_everywhere(
-            assignment, shown, CaseStatus.ERROR, syntax, include_hidden=False), sub)
+            assignment, shown, CaseStatus.ERROR, syntax, include_hidden=False), sub,
+            questions=questions)
     module_name = Path(assignment.student_file).stem
     from ..sandbox.worker import load_student_module
 
@@ -395,10 +424,12 @@ def check_in_process(assignment: Assignment, path: Path,
             raise
         status, message = _load_failure(describe_error(exc), CaseStatus.ERROR)
         return with_written_answers(assignment, failed_everywhere(
-            assignment, shown, status, message, include_hidden=False), sub)
+            assignment, shown, status, message, include_hidden=False), sub,
+            questions=questions)
     env = student_env(assignment, module)
     result = _unchecked_note(grade_functions(assignment, shown, lambda q: env,
-                                             include_hidden=False, questions=questions))
+                                             include_hidden=False, mode=Mode.CHECK,
+                                             questions=questions))
     return with_written_answers(assignment, result, sub, _module_texts(assignment, module),
                                 questions)
 
@@ -437,7 +468,7 @@ def _check_notebook_in_process(assignment: Assignment, path: Path, sub: Submissi
     module, errors = load_student_cells(cells, path.name, Path(assignment.student_file).stem)
     env = student_env(assignment, module)
     result = grade_functions(assignment, str(path), lambda q: env, include_hidden=False,
-                             questions=questions)
+                             mode=Mode.CHECK, questions=questions)
     result.notes += in_cell_order(sub.notes + notes + cell_error_notes(errors, path.name))
     return with_written_answers(assignment, _unchecked_note(result), sub,
                                 _module_texts(assignment, module), questions)

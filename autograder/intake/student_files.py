@@ -24,7 +24,13 @@ SKIP_DIRS = frozenset({".git", "__pycache__", ".github", ".ipynb_checkpoints", "
 
 
 class UnreadableSubmission(Exception):
-    """A submission whose source cannot be read: the message says why, for its row."""
+    """A submission whose source cannot be read: the message says why, for its row. `text`:
+    the file as text all the same, where it is one that Python refuses (not UTF-8), so that
+    its written answers are still read."""
+
+    def __init__(self, message: str, text: str | None = None):
+        super().__init__(message)
+        self.text = text
 
 
 def _kind(mode: int) -> str:

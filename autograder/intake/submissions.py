@@ -58,7 +58,10 @@ def read_submission(path: Path) -> Submission:
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as e:
-        raise UnreadableSubmission(f"the file is not UTF-8 text (byte {e.start})") from None
+        # Python refuses to run it; its written answers are read from it all the same.
+        raise UnreadableSubmission(f"the file is not UTF-8 text (byte {e.start})",
+                                   None if notebook else raw.decode("utf-8", "replace")
+                                   ) from None
     if notebook:
         return read_notebook(text)
     if "\x00" in text:

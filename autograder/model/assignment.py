@@ -60,7 +60,7 @@ class Assignment:
     limits: Limits
     config: dict = field(default_factory=dict)
     answers: list[str] = field(default_factory=list)
-    # Questions answered in words and graded by hand (written.toml; written/spec.py).
+    # Questions answered in words and graded by hand (written.toml; model/written_spec.py).
     written: list[WrittenQuestion] = field(default_factory=list)
 
     @property

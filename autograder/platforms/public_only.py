@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..model.assignment import Assignment
+from ..feedback.totals import graded_later as _later, out_of
 
 TABLE = "hidden_cases"
 
@@ -50,11 +51,55 @@ def points_heading(title: str, score: float, max_score: float, left: LeftOut | N
     return text + " on the public cases" if left else text
 
 
-def graded_later(left: LeftOut) -> str:
-    """The sentence saying what is still to come, with its points."""
-    return (f"These are the public cases only. {left.cases} hidden cases, worth "
-            f"{left.points:g} more points (out of {left.max_score:g} in all), are graded later: "
-            "the points here are feedback, not your grade.")
+def graded_later(assignment: Assignment) -> str:
+    """The sentence saying what is still to come after a run on the student's side, with its
+    points (`render.graded_later`): the hidden cases a public bundle left out, the written
+    questions (graded by hand), and what the grade is out of; "" when nothing is to come."""
+    left = left_out(assignment)
+    points = assignment_points(assignment)
+    return _later(left.cases if left else 0, left.points if left else 0.0,
+                       points.autograded, points.written)
+
+
+@dataclass(frozen=True)
+class AssignmentPoints:
+    """An assignment's maxima, from its files."""
+    public: float           # the public cases' points
+    hidden: float           # the hidden cases' points
+    hidden_cases: int
+    written: float          # the written questions' points
+
+    @property
+    def autograded(self) -> float:
+        return round(self.public + self.hidden, 6)
+
+    def out_of(self) -> str:
+        return out_of(self.autograded, self.written)
+
+    def graded_later(self) -> str:
+        return _later(self.hidden_cases, self.hidden, self.autograded, self.written)
+
+
+def assignment_points(assignment) -> AssignmentPoints:
+    """The assignment's maxima: from a public bundle's record of what it left out
+    (`left_out`), else from the question files' cases; the written questions' from
+    written.toml."""
+    written = round(sum(q.points for q in assignment.written), 6)
+    left = left_out(assignment)
+    public = hidden = 0.0
+    hidden_cases = 0
+    from ..grading.runner import load_question_file
+
+    for q in assignment.questions:
+        for case in load_question_file(str(q.test_file)).test_cases:
+            if case.hidden:
+                hidden += float(case.points or 0)
+                hidden_cases += 1
+            else:
+                public += float(case.points or 0)
+    if left is not None:
+        hidden, hidden_cases = left.points, left.cases
+    return AssignmentPoints(round(public, 6), round(hidden, 6), hidden_cases, written)
 
 
 def row_name(qid: str, left: LeftOut | None) -> str:

@@ -7,8 +7,11 @@ Where an answer comes from, first found wins:
   worker reports it (the first MAX_CHARS characters and the length, `sandbox.worker`), or the
   student's own process when a student runs `check`;
 * the same string read from the source with `ast` (never run), when the module could not be
-  imported (a syntax error elsewhere, an import that raised or ran out of time), so a crash in
-  the code does not cost the written answers.
+  imported (an import that raised or ran out of time), so a crash in the code does not cost the
+  written answers. A source that does not parse (a syntax error anywhere, a notebook cell that
+  does not compile) is read all the same: each top-level statement the parser stops at is left
+  out, and the rest parsed again (`tolerant_parse`), so an answer is lost only when its own
+  statement is broken.
 
 Texts are cut at MAX_CHARS characters (the student is told), lone surrogates become U+FFFD
 (they cannot be stored or shown), line ends are `\\n`, and common indentation and surrounding
@@ -48,13 +51,13 @@ def is_blank(text: str) -> bool:
 def from_source(source: str, ids: Iterable[str]) -> dict[str, str]:
     """{id: text} of the module-level assignments `ID = "..."` of a Python source, read with
     `ast` (the last one of each name wins, as it would when run). A value that is not plain
-    text (a call, a name) is left out; a source that does not parse gives nothing."""
+    text (a call, a name) is left out; a statement that does not parse is left out, the others
+    read (`tolerant_parse`)."""
     wanted = set(ids)
-    if not wanted:
+    if not wanted or not any(name in source for name in wanted):
         return {}
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    tree = tolerant_parse(source)
+    if tree is None:
         return {}
     found: dict[str, str] = {}
     for node in tree.body:
@@ -70,6 +73,59 @@ def from_source(source: str, ids: Iterable[str]) -> dict[str, str]:
                 if text is not None:
                     found[target.id] = text
     return found
+
+
+# Reading a source that does not parse: at most this many broken statements are left out, and
+# at most this many characters parsed in all (beyond twice the source's own length), so that a
+# file of thousands of broken lines costs a fraction of a second, not minutes.
+MAX_LEFT_OUT = 200
+PARSE_BUDGET = 1_000_000
+_CONTINUES = re.compile(r"(?:else|elif|except|finally)\b|[)\]}]")
+
+
+def _starts_statement(line: str) -> bool:
+    """Whether a line starts a top-level statement: it begins at column 0 with neither a
+    comment, a closing bracket nor the continuation of a compound statement."""
+    return bool(line) and line[0] not in " \t\r\n\f#" and not _CONTINUES.match(line)
+
+
+def tolerant_parse(source: str) -> ast.Module | None:
+    """The source's syntax tree; when it does not parse, the tree of what is left once each
+    top-level statement the parser stops at (from its first line at column 0 to the next) is
+    blanked out, line numbers kept. None when nothing can be made to parse within the bounds
+    above."""
+    try:
+        return ast.parse(source)
+    except SyntaxError:
+        pass
+    except (ValueError, RecursionError, MemoryError):
+        return None
+    lines = source.splitlines(keepends=True)
+    budget = PARSE_BUDGET + 2 * len(source)
+    for _ in range(MAX_LEFT_OUT):
+        text = "".join(lines)
+        budget -= len(text)
+        if budget < 0:
+            return None
+        try:
+            return ast.parse(text)
+        except SyntaxError as e:
+            where = (e.lineno or len(lines)) - 1
+        except (ValueError, RecursionError, MemoryError):
+            return None
+        where = min(max(where, 0), len(lines) - 1)
+        while where > 0 and not lines[where].strip():
+            where -= 1
+        start = where
+        while start > 0 and not _starts_statement(lines[start]):
+            start -= 1
+        end = where + 1
+        while end < len(lines) and not _starts_statement(lines[end]):
+            end += 1
+        if not any(line.strip() for line in lines[start:end]):
+            return None
+        lines[start:end] = ["\n"] * (end - start)
+    return None
 
 
 def _literal_text(node: ast.expr, depth: int = 0) -> str | None:

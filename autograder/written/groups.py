@@ -7,6 +7,14 @@ NEAR_IDENTICAL or more by rapidfuzz's `fuzz.ratio` (an edit-distance similarity,
 An answer a grader split off stays alone. Groups come in a stable pseudo-random order (a salted
 hash of each student's name, fixed for the database), so no grader reads the class
 alphabetically and every grader sees the same order.
+
+A group not graded yet is offered the decision of the graded answer that says the same thing:
+their words, each answer's sorted, compared by edit distance (rapidfuzz's
+`fuzz.token_sort_ratio`) at SUGGEST_FROM or more. The measure holds both ways: words the
+other answer lacks cost as much as words this one lacks, so an answer made of the prompt's
+words and many more (a "word salad", which contains any short answer's words) is not offered a
+graded answer's decision, while a reordered or reworded answer of the same length is. Word-set
+containment (`token_set_ratio`), which a long answer always wins, is not used for this.
 """
 from __future__ import annotations
 
@@ -19,7 +27,7 @@ from rapidfuzz import fuzz, process
 from .store import Answer, Grade
 
 NEAR_IDENTICAL = 90      # fuzz.ratio at or above which two answers share a group
-SUGGEST_FROM = 60        # fuzz.token_set_ratio at or above which a graded answer is suggested
+SUGGEST_FROM = 70        # fuzz.token_sort_ratio at or above which a graded answer is suggested
 MIN_NEAR_CHARS = 20      # shorter answers group only when equal ("no" and "on" are not alike)
 _SPACE = re.compile(r"\s+")
 _ENDS = re.compile(r"^[\W_]+|[\W_]+$")
@@ -111,8 +119,9 @@ def group_answers(question: str, answers: list[Answer], grades: dict[tuple[str, 
 
 
 def suggestion(group: Group, groups: list[Group]) -> dict | None:
-    """The decision of the graded answer closest to the group's first answer, when one is
-    alike enough: {"items", "adjust", "comment", "from" (alias), "similarity"}."""
+    """The decision of the graded answer closest to the group's first answer, when the two
+    say the same thing (see the module's note): {"items", "adjust", "comment", "from" (alias),
+    "similarity"}."""
     first = group.members[0]
     if not first.text:
         return None
@@ -121,7 +130,7 @@ def suggestion(group: Group, groups: list[Group]) -> dict | None:
     if not graded:
         return None
     best = process.extractOne(normalise(first.text), [normalise(m.text) for m in graded],
-                              scorer=fuzz.token_set_ratio, score_cutoff=SUGGEST_FROM)
+                              scorer=fuzz.token_sort_ratio, score_cutoff=SUGGEST_FROM)
     if best is None:
         return None
     source = graded[best[2]]

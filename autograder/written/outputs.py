@@ -24,6 +24,15 @@ COMMAND_FILE = Path(".cache") / "grade-command.json"
 WROTE_FILES = (0, 2, 4)
 # Options not repeated when the files are rewritten: they act beyond the results folder.
 NOT_REPEATED = ("--deliver",)
+# Set by a platform that runs `autograder grade` where no results folder is kept (Gradescope's
+# container), so that what the log advises about written answers fits where it is read.
+PLATFORM_VARIABLE = "AUTOGRADER_PLATFORM"
+ADVICE_WITHOUT_OUT = {
+    "gradescope": ("; they are graded by hand after the deadline, not in this container: in "
+                   "Gradescope's manual grading (the notebook's PDF), or on the downloaded "
+                   "submissions with `autograder grade --out` and `autograder review` "
+                   "(docs/platforms.md, Gradescope)"),
+}
 
 
 def after_grading(out: Path | None, assignment, graded: list, argv: list[str] | None
@@ -34,8 +43,11 @@ def after_grading(out: Path | None, assignment, graded: list, argv: list[str] | 
         return []
     results = [g.result for g in graded]
     if out is None:
-        line = waiting_line(results, "; to grade them, write the results with --out FOLDER "
-                                     f"and run `autograder review -a {assignment.name} FOLDER`")
+        advice = ADVICE_WITHOUT_OUT.get(os.environ.get(PLATFORM_VARIABLE, ""),
+                                        "; to grade them, write the results with --out FOLDER "
+                                        f"and run `autograder review -a {assignment.name} "
+                                        "FOLDER`")
+        line = waiting_line(results, advice)
         return [line] if line else []
     from .apply import record_and_apply
 

@@ -3,31 +3,19 @@ HTML), the class report's section and the CI platforms' summaries.
 
 The student's text is never rendered as markup: the terminal gets `safetext.visible`, Markdown
 `safetext.markdown_inline` line by line, HTML jinja2's autoescape with controls and
-bidirectional marks shown as visible codes (`shown_text`).
+format characters (bidirectional overrides, zero-width marks) shown as visible codes
+(`safetext.shown_text`).
 """
 from __future__ import annotations
 
 import collections
-import re
 from dataclasses import dataclass
 from typing import Iterable
 
-from ..model.safetext import markdown_inline, visible
+from ..model.safetext import markdown_inline, shown_text, visible
 from ..model.written_answer import Status, WrittenAnswer
 from .collect import summary, words
 from ..model.written_spec import WrittenQuestion
-
-# Characters a page must not let act: C0/C1 controls but tab and line feed, the bidirectional
-# embeddings, overrides and isolates, and the zero-width marks that reorder or hide text.
-_HIDDEN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u202a-\u202e"
-                     "\u2060-\u2064\u2066-\u2069\ufeff\ufff9-\ufffb]")
-
-
-def shown_text(text: str) -> str:
-    """A student's text with every control and bidirectional mark shown as `<U+202E>` (line
-    breaks and tabs kept): what a grader or a feedback page shows is what was written."""
-    return _HIDDEN.sub(lambda m: f"<U+{ord(m.group()):04X}>", text)
-
 
 def _points(x: float) -> str:
     return f"{x:g}"

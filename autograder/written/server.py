@@ -6,8 +6,9 @@ cookie and drops it from the address bar. Each grader has a token of their own (
 so the audit log says who did what. Every request must name this server's host (no DNS
 rebinding); every change is a JSON POST carrying the page's CSRF token in a header, which a
 page of another site can neither read nor send. Student text reaches the browser only as JSON
-that the page's script puts into text nodes (never markup), with controls and bidirectional
-marks shown as codes; the Content-Security-Policy allows no inline script at all.
+that the page's script puts into text nodes (never markup), with controls and format
+characters (bidirectional overrides, zero-width marks) shown as codes, in answers and names
+alike; the Content-Security-Policy allows no inline script at all.
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from urllib.parse import parse_qsl, urlencode
 
 from ..model.project import ENGINE_DIR
 from .groups import group_answers, suggestion
-from .render import shown_text
+from ..model.safetext import page_finalize, shown_text
 from ..model.written_spec import WrittenQuestion
 from .store import MAX_COMMENT, Conflict, Store, score_of
 
@@ -233,7 +234,9 @@ class Review:
             for m in g.members:
                 grade = m.grade
                 members.append({
-                    "student": m.student, "alias": m.alias, "text": shown_text(m.text),
+                    # `student` is the key changes name; `name` is how the page shows it.
+                    "student": m.student, "name": shown_text(m.student), "alias": m.alias,
+                    "text": shown_text(m.text),
                     "chars": len(m.text), "similarity": m.similarity, "status": m.status,
                     "version": grade.version if grade else 0,
                     "score": score_of(grade.items, grade.adjust, rubric, q.points)
@@ -287,7 +290,7 @@ def build_app(review: Review, access: Access):
     from starlette.routing import Route
 
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"),
-                             autoescape=True)
+                             autoescape=True, finalize=page_finalize)
 
     def page(name: str, request: Request, **values) -> HTMLResponse:
         return HTMLResponse(env.get_template(name).render(

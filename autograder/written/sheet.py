@@ -8,6 +8,10 @@ over. A row with items and no points gets the items' sum; with points and no ite
 points; with both, the points (the difference is kept as an adjustment, so a later edit of an
 item still moves the score). A row with neither is left as it is. Every row is checked first:
 if any is wrong, none is applied, and each wrong row is named.
+
+Cells show format characters as codes (`safetext.csv_cell`: `<U+202E>` for a right-to-left
+override in a name or an answer); on import a name is matched as the export wrote it, and a
+comment written back unchanged stays the comment it was.
 """
 from __future__ import annotations
 
@@ -16,7 +20,7 @@ import io
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..model.safetext import csv_cell
+from ..model.safetext import csv_cell, format_codes
 from ..model.written_spec import WrittenQuestion
 from .store import MAX_COMMENT, Store, digest, score_of
 
@@ -109,11 +113,19 @@ def _check_row(row: dict, by_id, rubrics, answers, grades, seen, out: Checked) -
     if None in row:
         return "more cells than the header has columns"
     qid = (row.get("question") or "").strip()
-    student = _unneutralised(row.get("student") or "")
+    shown = _unneutralised(row.get("student") or "")
     if qid not in by_id:
         return f"unknown question {qid!r} (known: {', '.join(by_id)})"
-    if student not in answers[qid]:
-        return f"no answer of {student!r} to {qid} in this results folder"
+    named = [s for s in answers[qid] if format_codes(s) == shown]
+    if not named:
+        return f"no answer of {shown!r} to {qid} in this results folder"
+    if len(named) > 1:
+        if not any((row.get(k) or "").strip() for k in ("points", "rubric", "comment")):
+            out.skipped += 1     # nothing asked of it: which student it is does not matter
+            return None
+        return f"{shown!r} names {len(named)} students, whose names differ only by format " \
+               "characters: grade them on the graders' page"
+    student = named[0]
     if (student, qid) in seen:
         return f"{student!r} and {qid} appear twice"
     seen.add((student, qid))
@@ -154,7 +166,7 @@ def _check_row(row: dict, by_id, rubrics, answers, grades, seen, out: Checked) -
                     "again" if g else "the version does not match the database; export again")
     current = g is not None and g.answer_digest == digest(answers[qid][student].text)
     if current and sorted(g.items) == sorted(items) and abs(g.adjust - adjust) < 1e-9 \
-            and g.comment == comment:
+            and format_codes(g.comment) == comment:
         out.unchanged += 1
         return None
     out.changes.append((qid, [(student, version)], items, adjust, comment))

@@ -25,14 +25,14 @@ CASES = {
 
 
 def check_outputs(nb) -> dict[str, tuple[str, int]]:
-    """{question: (the text its grader.check cell shows, how many PNG images it shows)}."""
+    """{question: (the text its grader.check cell shows, how many pictures (SVG) it shows)}."""
     out = {}
     for cell in nb.cells:
         if cell.cell_type == "code" and cell.source.startswith("grader.check("):
             qid = cell.source.split('"')[1]
             text = "\n".join(o.get("data", {}).get("text/plain", "") or o.get("text", "")
                              for o in cell.outputs)
-            images = sum(1 for o in cell.outputs if "image/png" in o.get("data", {}))
+            images = sum(1 for o in cell.outputs if "image/svg+xml" in o.get("data", {}))
             out[qid] = (text, images)
     return out
 
@@ -56,6 +56,10 @@ def test_grader_check_names_the_likely_mistake_and_shows_the_weights(name, tmp_p
     text, images = outputs[question]
     assert "Test case failed" in text, text
     assert line in text, text
+    # The message comes right under "Test case failed", not under the question file's code.
+    assert "Error at line" not in text and "CheckFailed:" not in text and "q.check(" not in text
+    after = text.split("❌ Test case failed\n", 1)[1].lstrip()
+    assert after.startswith(("the ", "softmax", "scaled_dot_product_attention")), after[:200]
     assert images >= 1, "the failing public case's heatmaps are shown under the cell"
     # Only where `check` names it: a passing question says nothing and shows no picture.
     passing = [q for q, (t, _) in outputs.items() if "All test cases passed" in t]

@@ -298,6 +298,22 @@ def test_run_autograder_grades_a_notebook_and_handles_nothing_to_grade(built, tm
     assert [t["name"] for t in empty["tests"]] == QUESTIONS
 
 
+def test_gradescope_shows_format_characters_as_codes(built, tmp_path):
+    """A message with a right-to-left override and other format characters shows each as a
+    code (`<U+202E>`) in every text results.json gives Gradescope to show."""
+    from hostile_names import FORMAT_ANSWER, FORMAT_MESSAGE_SHOWN, FORMAT_RAISE, FORMAT_RAW, \
+        forger_source
+
+    sub = tmp_path / "attention.py"
+    sub.write_text(forger_source(FORMAT_RAISE) + f"\nwhy_scale = {FORMAT_ANSWER!r}\n")
+    results = _run_autograder(_gradescope_dir(tmp_path / "cf", built, sub))
+    _valid_gradescope(results)
+    shown = [results["output"], *(t["output"] for t in results["tests"])]
+    assert not set("\n".join(shown)) & FORMAT_RAW
+    softmax = next(t for t in results["tests"] if t["name"] == "softmax")
+    assert FORMAT_MESSAGE_SHOWN in softmax["output"]
+
+
 def test_gradescope_visibility_conversion():
     sub = {"path": "x/attention.py", "score": 3.0, "max_score": 5.0, "error": None,
            "questions": {

@@ -30,7 +30,24 @@ def _state(repo) -> tuple:
              for p in sorted(repo.rglob("*")) if ".git" not in p.parts
              and (p.is_file() or p.is_symlink())}
     status = git(repo, "status", "--porcelain", "--untracked-files=all")
-    return head, _ref(repo, "HEAD"), status, files
+    index = (repo / ".git" / "index").read_bytes() if (repo / ".git" / "index").exists() \
+        else None
+    return head, _ref(repo, "HEAD"), status, files, index
+
+
+def _refs(repo) -> dict:
+    """Every ref file and reflog of the repository, as bytes (symbolic refs as written), and
+    every ref git lists with what it points at."""
+    gitdir = repo / ".git"
+    files = {p.relative_to(gitdir).as_posix(): p.read_bytes()
+             for top in ("refs", "logs", "worktrees") for p in sorted((gitdir / top).rglob("*"))
+             if p.is_file() and not p.is_symlink()}
+    for name in ("HEAD", "ORIG_HEAD", "packed-refs"):
+        if (gitdir / name).is_file():
+            files[name] = (gitdir / name).read_bytes()
+    listed = subprocess.run(["git", "for-each-ref", "--format=%(refname) %(symref) "
+                             "%(objectname)"], cwd=repo, capture_output=True, text=True).stdout
+    return {"files": files, "listed": listed}
 
 
 @pytest.fixture(scope="module")
@@ -63,12 +80,16 @@ def deliveries(tmp_path_factory):
     target = root / "elsewhere"
     target.mkdir()
     (gus / ".git" / "refs" / "heads" / "feedback").symlink_to(target / "ref")
+    hal = make_repo(cls, "hal", [(CORRECT, DATE)])                       # feedback -> main
+    git(hal, "symbolic-ref", "refs/heads/feedback", "refs/heads/main")
     roster = root / "roster.csv"
     roster.write_text("identifier,github_username,name,email\n"
                       "1,ann,Ann,ann@example.edu\n2,bob,Bob,=cmd@example.edu\n3,cy,Cy,\n"
                       "4,dan,Dan,dan@example.edu\n5,eve,Eve,eve@example.edu\n"
-                      "6,fay,Fay,fay@example.edu\n7,gus,Gus,gus@example.edu\n")
+                      "6,fay,Fay,fay@example.edu\n7,gus,Gus,gus@example.edu\n"
+                      "8,hal,Hal,hal@example.edu\n")
     before = {p.name: _state(p) for p in sorted(cls.iterdir())}
+    refs_before = {p.name: _refs(p) for p in sorted(cls.iterdir())}
     dan_tip = _ref(dan, "feedback")
     out = root / "out"
     args = ("grade", "-a", "attention", str(cls), "--out", str(out), "--question", "softmax",
@@ -77,7 +98,8 @@ def deliveries(tmp_path_factory):
     tips = {p.name: _ref(p, "refs/heads/feedback") for p in sorted(cls.iterdir())}
     again = cli_in_process(*args)
     return {"root": root, "cls": cls, "out": out, "first": first, "again": again,
-            "before": before, "tips": tips, "dan_tip": dan_tip, "args": args,
+            "before": before, "refs_before": refs_before, "tips": tips,
+            "dan_tip": dan_tip, "args": args,
             "target": target, "roster": roster}
 
 
@@ -124,6 +146,12 @@ def test_detached_head_no_commits_and_an_existing_branch(deliveries):
 
 def test_refusals(deliveries):
     cls, out = deliveries["cls"], deliveries["first"].stdout
+    # A symbolic ref `feedback -> main`: main, HEAD, the index and every ref stay as they were.
+    hal = cls / "hal"
+    assert "Hal: not written: the branch `feedback` is a symbolic ref to `refs/heads/main`; " \
+        "writing it would move that ref instead" in out
+    assert _refs(hal) == deliveries["refs_before"]["hal"]
+    assert _ref(hal, "main") == deliveries["before"]["hal"][1]
     assert deliveries["tips"]["eve"] == _ref(cls / "eve", "main")     # not moved
     assert "Eve: not written: the checked-out branch is `feedback`" in out
     assert "Gus: not written:" in out and "symbolic link" in out
@@ -150,7 +178,7 @@ def test_a_rerun_adds_a_commit_only_when_the_feedback_changed(deliveries, tmp_pa
 def test_comments_and_the_mail_merge_file(deliveries):
     out = deliveries["out"]
     comments = out / "feedback-pr"
-    for name in ("ann", "bob", "cy", "dan", "eve", "fay", "gus"):
+    for name in ("ann", "bob", "cy", "dan", "eve", "fay", "gus", "hal"):
         assert (comments / f"{name}.md").read_text() == \
             (out / "feedback" / f"{name}.md").read_text()
     rows = list(csv.reader((out / "mail-merge.csv").open(encoding="utf-8")))
@@ -158,7 +186,7 @@ def test_comments_and_the_mail_merge_file(deliveries):
     by_email = {r[0]: r for r in rows[1:]}
     assert by_email["ann@example.edu"][2] == "feedback/ann.md"
     assert "'=cmd@example.edu" in by_email                  # no cell starts a formula
-    assert len(rows) == 7 and "no email in the roster for: Cy" in deliveries["first"].stdout
+    assert len(rows) == 8 and "no email in the roster for: Cy" in deliveries["first"].stdout
 
 
 def test_long_feedback_is_cut_to_a_comment(tmp_path):
@@ -171,3 +199,131 @@ def test_long_feedback_is_cut_to_a_comment(tmp_path):
 def test_deliver_needs_out(tmp_path):
     r = cli_in_process("grade", "-a", "attention", str(CORRECT), "--deliver")
     assert r.returncode == 2 and "--deliver" in r.stderr
+
+
+# ------------------------------------------------------------------ writes that land elsewhere
+# Each layout below makes a write of `refs/heads/feedback` move something else of the
+# student's: the branch is refused with the reason, and every ref, reflog, HEAD, the index and
+# the working tree stay byte for byte as they were.
+
+def _feedback_branch(repo):
+    git(repo, "branch", "feedback")
+
+
+def _main_leads_to_feedback(repo):            # HEAD -> main -> feedback (checked out)
+    _feedback_branch(repo)
+    git(repo, "update-ref", "-d", "refs/heads/main")
+    git(repo, "symbolic-ref", "refs/heads/main", "refs/heads/feedback")
+
+
+def _main_leads_to_an_unborn_feedback(repo):  # creating feedback would give HEAD a commit
+    git(repo, "update-ref", "-d", "refs/heads/main")
+    git(repo, "symbolic-ref", "refs/heads/main", "refs/heads/feedback")
+
+
+def _checked_out_in_a_worktree(repo):
+    _feedback_branch(repo)
+    git(repo, "worktree", "add", "-q", str(repo.parent / f"{repo.name}-wt"), "feedback")
+
+
+def _an_alias_of_feedback(repo):              # another branch, through a case variant
+    _feedback_branch(repo)
+    git(repo, "symbolic-ref", "refs/heads/alias", "refs/heads/FEEDBACK")
+
+
+def _a_pseudo_ref_to_feedback(repo):
+    _feedback_branch(repo)
+    (repo / ".git" / "ORIG_HEAD").write_text("ref: refs/heads/feedback\n")
+
+
+def _a_folder_of_refs(repo):
+    git(repo, "branch", "feedback/draft")
+
+
+def _a_hard_linked_reflog(repo):
+    other = repo.parent / f"{repo.name}-elsewhere.log"
+    other.write_text("someone else's file\n")
+    log = repo / ".git" / "logs" / "refs" / "heads" / "feedback"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    os.link(other, log)
+
+
+def _a_symref_chain_loop(repo):
+    git(repo, "symbolic-ref", "refs/heads/a", "refs/heads/b")
+    git(repo, "symbolic-ref", "refs/heads/b", "refs/heads/a")
+    (repo / ".git" / "refs" / "heads" / "feedback").write_text("ref: refs/heads/a\n")
+
+
+REFUSED = {
+    "feedback -> main": (lambda r: git(r, "symbolic-ref", "refs/heads/feedback",
+                                       "refs/heads/main"),
+                         "the branch `feedback` is a symbolic ref to `refs/heads/main`"),
+    "main -> feedback": (_main_leads_to_feedback, "the checked-out branch is `feedback` "
+                         "(through `refs/heads/main`, a symbolic ref to it)"),
+    "main -> unborn feedback": (_main_leads_to_an_unborn_feedback,
+                                "the checked-out branch is `feedback` (through"),
+    "worktree": (_checked_out_in_a_worktree, "is checked out in the linked worktree"),
+    "alias": (_an_alias_of_feedback, "`refs/heads/alias` is a symbolic ref leading to the "
+              "branch `feedback`"),
+    "ORIG_HEAD": (_a_pseudo_ref_to_feedback, "`ORIG_HEAD` is a symbolic ref leading to"),
+    "folder": (_a_folder_of_refs, "refs/heads/feedback is a folder"),
+    "hard link": (_a_hard_linked_reflog, "is a hard link"),
+    "loop": (_a_symref_chain_loop, "the branch `feedback` is a symbolic ref to `refs/heads/a`"),
+}
+
+
+@pytest.mark.parametrize("layout", REFUSED)
+def test_a_write_that_would_land_elsewhere_is_refused(layout, tmp_path):
+    from autograder.course.feedback_delivery import commit_feedback
+    from autograder.course.git_history import HistoryError
+
+    repo = make_repo(tmp_path, "student", [(CORRECT, DATE)])
+    make, reason = REFUSED[layout]
+    make(repo)
+    before, refs = _state(repo), _refs(repo)
+    elsewhere = {p: p.read_bytes() for p in tmp_path.glob("student-*") if p.is_file()}
+    with pytest.raises(HistoryError) as refused:
+        commit_feedback(repo, "# Feedback\n", "Feedback: test")
+    assert reason in str(refused.value)
+    assert _state(repo) == before and _refs(repo) == refs
+    assert {p: p.read_bytes() for p in elsewhere} == elsewhere
+
+
+def test_a_gitdir_file_is_refused(tmp_path):
+    """A class folder that is a linked worktree (`.git` is a `gitdir:` file): its history may
+    be anyone's, and nothing is written there or in the repository it names."""
+    from autograder.course.feedback_delivery import commit_feedback
+    from autograder.course.git_history import HistoryError
+
+    repo = make_repo(tmp_path, "student", [(CORRECT, DATE)])
+    linked = tmp_path / "linked"
+    git(repo, "worktree", "add", "-q", "-b", "work", str(linked))
+    refs = _refs(repo)
+    with pytest.raises(HistoryError, match=r"\.git is a file pointing elsewhere"):
+        commit_feedback(linked, "# Feedback\n", "Feedback: test")
+    assert _refs(repo) == refs
+
+
+@pytest.mark.parametrize("layout", ["packed", "clone", "other worktree"])
+def test_ordinary_repositories_get_their_branch(layout, tmp_path):
+    """Packed refs, a clone's `origin/HEAD` (a symbolic ref to `origin/main`) and a linked
+    worktree on another branch are ordinary: the feedback branch is written, nothing else."""
+    from autograder.course.feedback_delivery import commit_feedback
+
+    repo = make_repo(tmp_path, "origin", [(CORRECT, DATE)])
+    if layout == "clone":
+        git(tmp_path, "clone", "-q", str(repo), "student")
+        repo = tmp_path / "student"
+    elif layout == "packed":
+        git(repo, "branch", "feedback")
+        git(repo, "tag", "v1")
+        git(repo, "pack-refs", "--all")
+    else:
+        git(repo, "worktree", "add", "-q", "-b", "draft", str(tmp_path / "wt"))
+    before, listed = _state(repo), _refs(repo)["listed"].splitlines()
+    status, sha = commit_feedback(repo, "# Feedback\n", "Feedback: test")
+    assert status == "committed" and _ref(repo, "refs/heads/feedback") == sha
+    assert _state(repo) == before
+    after = _refs(repo)["listed"].splitlines()
+    assert [line for line in after if not line.startswith("refs/heads/feedback ")] == \
+        [line for line in listed if not line.startswith("refs/heads/feedback ")]

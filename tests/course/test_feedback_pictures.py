@@ -31,8 +31,13 @@ def _in_browser(page: Path, shot: Path) -> dict:
             tab = browser.new_page(viewport={"width": 1000, "height": 1400})
             tab.goto(page.as_uri())
             found = tab.evaluate("""() => ({
-                images: [...document.querySelectorAll('li.picture img')].map(i => ({
-                    loaded: i.complete && i.naturalWidth > 300, alt: i.alt})),
+                images: [...document.querySelectorAll('li.picture svg')].map(s => ({
+                    loaded: s.getBoundingClientRect().width > 300,
+                    alt: s.getAttribute('aria-label'),
+                    cells: s.querySelectorAll('rect').length,
+                    sums: [...s.querySelectorAll('text.row-sum')].map(t => ({
+                        text: t.textContent, colour: getComputedStyle(t).fill})),
+                    texts: [...s.querySelectorAll('text')].map(t => t.textContent)})),
                 code: [...document.querySelectorAll('li.hint code')].map(c => c.textContent),
             })""")
             tab.screenshot(path=str(shot), full_page=True)
@@ -58,6 +63,18 @@ def test_mask_ignored_shows_weight_above_the_diagonal(corpus_results, tmp_path):
                         tmp_path / "feedback.png")
     assert found["images"] and all(i["loaded"] for i in found["images"]), found
     assert len(found["images"]) <= len(shown)
+    drawn = next(i for i in found["images"] if i["alt"].startswith(mask["title"]))
+    assert drawn["alt"].endswith("the expected values beside yours, as heatmaps")
+    # Both panels, their titles, a value in each cell of the small table, each row's sum.
+    assert {"expected", "yours", "query", "key", mask["title"]} <= set(drawn["texts"])
+    rows, cols = len(mask["expected"]), len(mask["expected"][0])
+    assert drawn["cells"] >= 2 * rows * cols
+    assert sum(t.count(".") == 1 and t[0].isdigit() for t in drawn["texts"]) >= 2 * rows * cols
+    # The expected rows sum to 1 (green); the student's first row does not (red).
+    sums = drawn["sums"]
+    assert len(sums) == 2 * rows
+    assert all(s["text"] == "Σ 1.00" and s["colour"] == "rgb(30, 107, 52)" for s in sums[:rows])
+    assert sums[rows]["text"] != "Σ 1.00" or mask["got"][0][1] > 0.1
     assert "scores.masked_fill(mask, float('-inf'))" in found["code"], found["code"]
     assert (tmp_path / "feedback.png").stat().st_size > 20_000
 
@@ -76,3 +93,6 @@ def test_a_wrong_softmax_is_drawn_in_both_tracks(name, path, tmp_path):
     found = _in_browser(_page(result, name, tmp_path / "feedback.html"),
                         tmp_path / "feedback.png")
     assert found["images"] and all(i["loaded"] for i in found["images"]), found
+    # A row of the student's that does not sum to 1 is marked red; the expected ones green.
+    colours = {s["colour"] for i in found["images"] for s in i["sums"]}
+    assert colours == {"rgb(30, 107, 52)", "rgb(176, 0, 32)"}, colours

@@ -5,6 +5,7 @@ identical wrong outputs on hidden cases, and a page with margins."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 
 import pytest
@@ -71,10 +72,22 @@ def test_the_baseline_is_the_class_own(examples):
     n = data["submissions"]
     assert b["pairs"] == n * (n - 1) // 2
     scores = sorted([p["score"] for p in data["pairs"]] + [0.0] * b["pairs"])[-b["pairs"]:]
-    assert b["q1"] <= b["median"] <= b["q3"] and b["fence"] >= b["q3"]
+    assert b["q1"] <= b["median"] <= b["q3"]
+    # The fence is on the scores' scale (below 1, two identical files), or the page says that
+    # no pair can stand out.
+    far = b["q3"] + 3 * (b["q3"] - b["q1"])
+    if far < 1:
+        assert b["fence"] == pytest.approx(far, abs=1e-3) and b["no_stand_out"] is None
+    else:
+        assert b["fence"] is None and b["no_stand_out"] == "scores spread too widely"
     html = examples["html"].read_text()
     assert f"half of the {b['pairs']} pairs score {b['median']:.2f} or less" in html
     assert f"nine in ten {b['p90']:.2f} or less" in html
+    if b["fence"] is None:
+        assert "No pair can stand out in this class" in html and "lies above 1" in html
+    else:
+        assert f"A pair scoring above {b['fence']:.2f} (of at most 1" in html
+    assert not any(float(x) > 1 for x in re.findall(r"scoring above (\d+\.\d+)", html))
     assert "0.2 or below" not in html and "Around 0.2" not in (ROOT / "docs" /
                                                                "similarity.md").read_text()
     assert all(0 <= p["percentile"] <= 1 for p in data["pairs"]) and scores
@@ -179,3 +192,18 @@ def test_the_signal_shows_no_value(graded):
     public = {c["output_digest"] for s in graded["grades"]["submissions"]
               for q in s["questions"].values() for c in q["cases"] if not c["hidden"]}
     assert public == {""}                            # hidden cases only
+
+
+def test_the_fence_is_on_the_scores_scale_or_no_pair_can_stand_out():
+    """A fence is only ever stated below 1, the highest score; otherwise the baseline says
+    which reason leaves no pair able to stand out."""
+    import numpy as np
+
+    from autograder.course.similarity import (SPREAD_TOO_WIDE, TOO_FEW_PAIRS, baseline)
+
+    narrow = baseline(np.array([0.1] * 30 + [0.12] * 10 + [0.95]), 10)
+    assert narrow.fence is not None and narrow.fence < 1 and narrow.no_stand_out is None
+    wide = baseline(np.array([0.45] * 20), 10)        # 25 of the 45 pairs share nothing
+    assert wide.fence is None and wide.no_stand_out == SPREAD_TOO_WIDE
+    few = baseline(np.array([0.9]), 3)
+    assert few.fence is None and few.no_stand_out == TOO_FEW_PAIRS

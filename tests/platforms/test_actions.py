@@ -13,8 +13,9 @@ import sys
 import pytest
 import yaml
 
-from helpers import (QUESTIONS, SUBMISSIONS, WRITTEN_MAX, cli_in_process, run_cli,
-                     run_workflow_step)
+from helpers import (QUESTIONS, SUBMISSIONS, WRITTEN_MAX, cli_in_process, run_workflow_step)
+from hostile_names import (FORMAT_ANSWER, FORMAT_MESSAGE_SHOWN, FORMAT_RAISE, FORMAT_RAW,
+                           forger_source)
 from autograder.platforms.actions.run import WORKFLOW_PATH, workflow_yaml
 from autograder.platforms.actions.reporter import step_id
 
@@ -122,7 +123,10 @@ def test_public_points_say_they_are_not_the_grade(repo, tmp_path):
                           str(out)).returncode == 0
     full = json.loads(out.read_text())["submissions"][0]
     public, most = float(values["max-score"]), full["max_score"] - WRITTEN_MAX
-    later = (f"worth {most - public:g} more points (out of {most:g} in all), are graded later")
+    later = (f"worth {most - public:g} more points, and the written questions, worth "
+             f"{WRITTEN_MAX:g} (graded by hand), are graded later: the grade is out of "
+             f"{full['max_score']:g} in all ({most:g} autograded, {WRITTEN_MAX:g} written and "
+             "graded by hand)")
     heading = f"{public:g} / {public:g} points on the public cases"
     assert summary.splitlines()[0].endswith(heading) and later in summary
     assert "✅" not in summary and "all public cases pass" in summary
@@ -217,3 +221,27 @@ def test_summary_names_the_likely_mistake(repo, tmp_path):
     assert "likely mistake: scores divided by d" in row, row
     assert not any("likely mistake" in line for line in summary.splitlines()
                    if line.startswith("| softmax "))
+
+
+def _strings(value) -> str:
+    """Every string of a JSON value, joined: what a platform shows of it."""
+    if isinstance(value, dict):
+        return "\n".join(_strings(v) for v in value.values())
+    if isinstance(value, list):
+        return "\n".join(_strings(v) for v in value)
+    return value if isinstance(value, str) else ""
+
+
+def test_format_characters_show_as_codes(repo, tmp_path):
+    """A message with a right-to-left override and other format characters shows each as a
+    code (`<U+202E>`) in the log, the step summary and the per-question outputs."""
+    sub = tmp_path / "cf" / "attention.py"
+    sub.parent.mkdir()
+    sub.write_text(forger_source(FORMAT_RAISE) + f"\nwhy_scale = {FORMAT_ANSWER!r}\n")
+    r, values, summary = run_grade_step(repo, tmp_path, sub)
+    assert r.returncode == 1, r.stderr
+    outputs = _strings([json.loads(base64.b64decode(values[step_id(q)])) for q in QUESTIONS])
+    for text in (r.stdout, summary, outputs):
+        assert not set(text) & FORMAT_RAW
+    assert FORMAT_MESSAGE_SHOWN in r.stdout and FORMAT_MESSAGE_SHOWN in outputs
+    assert FORMAT_MESSAGE_SHOWN.replace("<", "&lt;").replace(">", "&gt;") in summary

@@ -12,6 +12,8 @@ import jsonschema
 import pytest
 
 from helpers import QUESTIONS, SUBMISSIONS, WRITTEN_MAX, autograded, run_cli
+from hostile_names import (FORMAT_ANSWER, FORMAT_MESSAGE_SHOWN, FORMAT_RAISE, FORMAT_RAW,
+                           forger_source)
 from autograder.feedback.contract import submission_json
 
 NAME = "attention"
@@ -158,7 +160,10 @@ def test_public_points_say_they_are_not_the_grade(graded_once, corpus_results):
     most = full["max_score"] - WRITTEN_MAX      # the written questions: by hand, later
     hidden = most - doc["max-score"]
     assert hidden > 0
-    later = (f"worth {hidden:g} more points (out of {most:g} in all), are graded later")
+    later = (f"worth {hidden:g} more points, and the written questions, worth "
+             f"{WRITTEN_MAX:g} (graded by hand), are graded later: the grade is out of "
+             f"{full['max_score']:g} in all ({most:g} autograded, {WRITTEN_MAX:g} written "
+             "and graded by hand)")
     first = body.splitlines()[0]
     assert first.endswith(f"{doc['score']} / {doc['max-score']} points on the public cases")
     assert later in body and later in stdout
@@ -428,3 +433,25 @@ def test_release_text_and_rows_name_the_likely_mistake(graded_once):
         rows["attention"]["output"]
     assert "likely mistake: scores divided by d" in body
     assert "likely mistake" not in rows["softmax"].get("output", "")
+
+
+def _strings(value) -> str:
+    """Every string of a JSON value, joined: what a platform shows of it."""
+    if isinstance(value, dict):
+        return "\n".join(_strings(v) for v in value.values())
+    if isinstance(value, list):
+        return "\n".join(_strings(v) for v in value)
+    return value if isinstance(value, str) else ""
+
+
+def test_format_characters_show_as_codes(bundle, tmp_path):
+    """A message with a right-to-left override and other format characters shows each as a
+    code (`<U+202E>`) in result.json's rows, the Release's text and the log."""
+    sub = tmp_path / "cf.py"
+    sub.write_text(forger_source(FORMAT_RAISE) + f"\nwhy_scale = {FORMAT_ANSWER!r}\n")
+    doc, body, stdout = graded(bundle, tmp_path, sub)
+    rows = _strings(doc["tests"])
+    for text in (rows, body, stdout):
+        assert not set(text) & FORMAT_RAW
+    assert FORMAT_MESSAGE_SHOWN in rows
+    assert FORMAT_MESSAGE_SHOWN.replace("<", "&lt;").replace(">", "&gt;") in body

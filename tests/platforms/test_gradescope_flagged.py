@@ -4,9 +4,10 @@ Gradescope wrapper reads as graded, not as a grader that failed."""
 import json
 import re
 
-from helpers import AUTOGRADED_MAX, QUESTIONS, SUBMISSIONS, cases_of
+from helpers import AUTOGRADED_MAX, QUESTIONS, SUBMISSIONS, WRITTEN_MAX, cases_of
 
 from autograder.platforms.gradescope import run as gradescope
+from autograder.feedback.totals import out_of
 
 UNREACHED = """
 def softmax(x, dim=-1):
@@ -35,4 +36,8 @@ def test_a_row_flagged_for_review_keeps_its_grade(tmp_path):
     # cases, never points.
     assert {t["visibility"] for t in results["tests"]} == {"after_published"}
     hidden = sum(c.points for q in QUESTIONS for c in cases_of(q) if c.hidden)
-    assert hidden > 0 and not re.search(rf"\b({AUTOGRADED_MAX}|{hidden:g})\b", results["output"])
+    # It says what the grade is out of (the same for every student), never a score.
+    said = f"The grade is out of {out_of(AUTOGRADED_MAX, WRITTEN_MAX)}."
+    assert said in results["output"]
+    rest = results["output"].replace(said, "")
+    assert hidden > 0 and not re.search(rf"\b({AUTOGRADED_MAX}|{hidden:g})\b", rest)

@@ -44,7 +44,7 @@ why_scale = why_scale                     # a name: the literal above stands
     assert found == {"why_scale": "\n    Dot products grow\n    with d_k.\n",
                      "why_positions": "attention ignores order",
                      "why_quadratic": "a T x T table"}
-    assert from_source("why_scale = 'x'\ndef broken(:\n", IDS) == {}
+    assert from_source("why_scale = 'x'\ndef broken(:\n", IDS) == {"why_scale": "x"}
 
 
 def test_an_answer_is_cleaned_and_kept_as_text():

@@ -6,12 +6,12 @@ Covered: nothing is served without a token (static files and the API included) n
 host name; the token moves into a SameSite cookie; changes need the page's CSRF token, JSON and
 no foreign Origin; two graders, one conflict refused with a message; the audit log; hostile
 answers (script tags, `onerror`, bidirectional and control characters, a 1 MB answer) shown as
-text; a group graded with the keyboard reaching the student's feedback page.
+text; a group graded with the keyboard reaching the student's feedback page; a graded
+answer's decision suggested to a reworded answer, never to a word salad.
 """
 from __future__ import annotations
 
 import json
-import os
 import re
 import signal
 import subprocess
@@ -19,10 +19,10 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from pathlib import Path
 
 import pytest
 
+from alike_answers import LONG, SAME_THING, WORD_SALAD
 from helpers import GRADED, ROOT, SUBMISSIONS, cli_in_process
 
 CORRECT = (SUBMISSIONS / "correct" / "einsum_style.py").read_text()
@@ -30,6 +30,7 @@ SCALE = "Dot products grow with d_k, so the softmax saturates and its gradients 
 HOSTILE = ('<script>document.body.dataset.pwned = "script"</script> '
            '<img src=x onerror="document.body.dataset.pwned = \'img\'"> '
            'override \u202eevil\u202c and a clear-screen \x1b[2J here')
+OVERRIDDEN = "mal\u202elory"          # a file name with a right-to-left override
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 
@@ -47,6 +48,10 @@ def results(tmp_path_factory):
     (cls / "ben.py").write_text(_answer("ben", SCALE + "!"))       # near-identical: one group
     (cls / "cat.py").write_text(_answer("cat", HOSTILE))
     (cls / "dan.py").write_text(_answer("dan", "x" * 1_000_000))   # a 1 MB answer
+    (cls / "lea.py").write_text(_answer("lea", LONG))
+    (cls / "ivy.py").write_text(_answer("ivy", SAME_THING["ivy"][0]))   # lea's, reworded
+    (cls / "kim.py").write_text(_answer("kim", WORD_SALAD))
+    (cls / f"{OVERRIDDEN}.py").write_text(_answer(OVERRIDDEN, "A \u2067named\u2069 answer."))
     out = root / "out"
     r = cli_in_process("grade", "-a", "attention", str(cls), "--out", str(out), "--jobs", "1",
                        "--question", "softmax", "--question", "why_scale")
@@ -291,6 +296,25 @@ def test_hostile_answers_are_shown_as_text(page, server, tmp_path):
     assert page.evaluate("document.body.dataset.pwned") is None and not page.dialogs
 
 
+def test_names_show_format_characters_as_codes(page, server, tmp_path):
+    """A student's name with an override shows it as a code when names are shown, on the
+    question's page and in the audit log; the name still works as the key of a change."""
+    _open_group(page, server, OVERRIDDEN)
+    page.keyboard.press("n")
+    assert "mal<U+202E>lory" in page.inner_text("#answers .who")
+    assert "A <U+2067>named<U+2069> answer." in page.inner_text("#answers .text")
+    assert "\u202e" not in page.inner_text("body") and "\u2067" not in page.inner_text("body")
+    page.screenshot(path=str(tmp_path / "names.png"))
+    member = _group_of(server, "bo", OVERRIDDEN)["members"][0]
+    status, _ = _post(server, "bo", "api/q/why_scale/grade",
+                      {"members": [[OVERRIDDEN, member["version"]]], "items": ["grow"],
+                       "adjust": 0, "comment": ""})
+    assert status == 200
+    page.goto(server["base"] + "log")
+    log = page.inner_text("main")
+    assert "mal<U+202E>lory" in log and "\u202e" not in log
+
+
 def test_a_group_graded_with_the_keyboard_reaches_the_feedback_page(page, server, tmp_path):
     _open_group(page, server, "ann")
     assert "2 answers graded together" in page.inner_text("#group-head")
@@ -303,13 +327,20 @@ def test_a_group_graded_with_the_keyboard_reaches_the_feedback_page(page, server
     page.screenshot(path=str(tmp_path / "grading.png"))
     page.keyboard.press("Enter")
     page.wait_for_selector("body[data-saved='1']")
-    assert "Saved: 2 answers, 2 points each" in page.inner_text("#message")
+    assert "Saved: 2 answers, 2 of 3 points each." in page.inner_text("#message")
     # The results folder's files are rewritten in the background; then the student sees it.
+    # (The feedback pages are written before grades.json: wait for both.)
     deadline = time.monotonic() + 900
     feedback = server["out"] / "feedback" / "ben.html"
     status = {}
+
+    def ann_in_grades_json():
+        rows = json.loads((server["out"] / "grades.json").read_text())["submissions"]
+        return next(s for s in rows if s["student"] == "ann")["questions"]["why_scale"]
+
     while time.monotonic() < deadline:
-        if "why_scale (written): 2/3" in feedback.read_text():
+        if "why_scale (written): 2/3" in feedback.read_text() and \
+                ann_in_grades_json()["score"] == 2:
             break
         status = json.loads(_request(server["base"] + "api/status",
                                      token=server["links"]["bo"]["token"])[2])
@@ -325,3 +356,26 @@ def test_a_group_graded_with_the_keyboard_reaches_the_feedback_page(page, server
     ann = next(s for s in grades["submissions"] if s["student"] == "ann")
     assert ann["questions"]["why_scale"]["score"] == 2 and \
         ann["questions"]["why_scale"]["grader"] == "ann-grader"
+
+
+def test_a_word_salad_is_offered_nothing_and_a_reworded_answer_is(page, server, tmp_path):
+    """With lea's answer graded full marks, ivy's rewording of it is offered that decision;
+    kim's word salad (the prompt's and the lessons' words, lea's among them) is offered none,
+    and `a` gives it nothing."""
+    lea = _group_of(server, "bo", "lea")["members"][0]
+    full = ["grow", "saturate", "gradients"]
+    status, _ = _post(server, "bo", "api/q/why_scale/grade",
+                      {"members": [["lea", lea["version"]]], "items": full, "adjust": 0,
+                       "comment": ""})
+    assert status == 200
+    _open_group(page, server, "ivy")
+    offered = page.inner_text("#suggestion")
+    assert offered.startswith("Suggested (press a): grow, saturate, gradients from "
+                              f"{lea['alias']}, "), offered
+    page.screenshot(path=str(tmp_path / "reworded.png"))
+    _open_group(page, server, "kim")
+    assert page.inner_text("#suggestion") == ""
+    page.keyboard.press("a")
+    assert page.inner_text("#score") == "0 / 3"
+    assert page.locator("#rubric [aria-pressed=true]").count() == 0
+    page.screenshot(path=str(tmp_path / "salad.png"))

@@ -15,6 +15,7 @@ from autograder.written.groups import group_answers, suggestion
 from autograder.written.sheet import export_csv, import_csv
 from autograder.model.written_spec import RubricItem
 from autograder.written.store import Conflict, Store, StoreError, score_of
+from alike_answers import LONG, SAME_THING, WORD_SALAD
 
 QUESTIONS = load_assignment("attention").written
 SCALE = "Dot products grow with d_k, so the softmax saturates and gradients vanish."
@@ -169,6 +170,34 @@ def test_the_closest_graded_answer_is_suggested(store):
         assert s["items"] == ["sums_to_one"] and s["similarity"] >= 60
 
 
+def test_suggestions_go_to_answers_that_say_the_same_thing_not_to_a_word_salad(tmp_path):
+    """A word salad holds a full-marks answer's words (word-set containment gave it 97 and
+    that answer's decision); answers that say the same thing, reworded, reordered or
+    near-identical (split off their group), are offered the graded answer's decision."""
+    from rapidfuzz import fuzz
+
+    from autograder.written.groups import normalise
+
+    s = Store.create(tmp_path / "review.sqlite", "attention", QUESTIONS)
+    s.sync_answers([("ann", "why_scale", SCALE), ("lea", "why_scale", LONG),
+                    ("kim", "why_scale", WORD_SALAD),
+                    *[(who, "why_scale", text) for who, (text, _) in SAME_THING.items()]])
+    full = ["grow", "saturate", "gradients"]
+    for who in ("ann", "lea"):
+        s.save("why_scale", [(who, 0)], items=full, adjust=0, comment="", who="a")
+    assert fuzz.token_set_ratio(normalise(WORD_SALAD), normalise(SCALE)) > 90   # the old way
+    groups = group_answers("why_scale", s.answers("why_scale"), s.grades("why_scale"),
+                           {"fay"}, "salt")
+    of = {g.members[0].student: g for g in groups}
+    assert suggestion(of["kim"], groups) is None
+    aliases = {m.student: m.alias for g in groups for m in g.members}
+    for who, (_, source) in SAME_THING.items():
+        offered = suggestion(of[who], groups)
+        assert offered is not None, who
+        assert offered["items"] == full and offered["from"] == aliases[source], who
+        assert 70 <= offered["similarity"] <= 100
+
+
 # ------------------------------------------------------------------ CSV
 
 def _rows(path):
@@ -226,6 +255,39 @@ def test_one_bad_row_applies_none_and_every_bad_row_is_named(store, tmp_path):
     assert "row 6: points 7 are not between 0 and 3" in text
     assert "row 7: " in text and "row 8: 'ann' and why_scale appear twice" in text
     assert store.grades() == {}                      # row 2 was fine, and is not applied
+
+
+def test_the_sheet_shows_format_characters_as_codes_and_reads_them_back(tmp_path):
+    """A name and an answer with a right-to-left override show it as a code in the sheet; the
+    row, written back with points, grades that student. Two names the codes cannot tell
+    apart are refused, never guessed."""
+    s = Store.create(tmp_path / "review.sqlite", "attention", QUESTIONS)
+    s.sync_answers([("ev\u202eil", "why_scale", "scores \u202egrow\u202c"),
+                    ("ann", "why_scale", SCALE), ("x\u2066y", "why_scale", SCALE),
+                    ("x<U+2066>y", "why_scale", SCALE)])
+    sheet = tmp_path / "grades.csv"
+    export_csv(s, QUESTIONS, sheet)
+    text = sheet.read_text(encoding="utf-8")
+    assert "\u202e" not in text and "\u2066" not in text
+    rows = _rows(sheet)
+    evil = next(r for r in rows if r["student"] == "ev<U+202E>il")
+    assert evil["answer"] == "scores <U+202E>grow<U+202C>"
+    evil["points"] = "2"
+    with open(sheet, "w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    checked = import_csv(s, QUESTIONS, sheet, "offline")
+    assert not checked.errors and len(checked.changes) == 1
+    assert s.grades()[("ev\u202eil", "why_scale")].adjust == 2
+    for r in rows:
+        r["points"] = "1" if r["student"] == "x<U+2066>y" else ""
+    with open(sheet, "w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    checked = import_csv(s, QUESTIONS, sheet, "offline")
+    assert any("'x<U+2066>y' names 2 students" in e for e in checked.errors), checked.errors
 
 
 def test_a_grade_changed_after_the_export_is_not_written_over(store, tmp_path):

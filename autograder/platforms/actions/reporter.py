@@ -10,6 +10,7 @@ import json
 import re
 
 from ...model.results import QuestionResult
+from ...model.safetext import shown_text
 from ...model.status import CaseStatus, QuestionStatus
 
 
@@ -24,10 +25,13 @@ def runner_json(q: QuestionResult, filename: str) -> dict:
             CaseStatus.ERROR, CaseStatus.TIMEOUT, CaseStatus.MEMORY,
             CaseStatus.INTERNAL_ERROR) else "fail"
 
-    tests = [{"name": f"{q.id}: {c.name}", "status": status(c), "score": c.score,
-              "message": c.message if c.status != CaseStatus.PASSED else "passed",
-              "test_code": c.description or c.name, "filename": filename, "line_no": 0,
-              "duration": 0} for c in q.cases]
+    # The reporter prints these in the run's log: a message from the student's process shows
+    # its control and format characters as codes.
+    tests = [{"name": shown_text(f"{q.id}: {c.name}"), "status": status(c), "score": c.score,
+              "message": shown_text(c.message) if c.status != CaseStatus.PASSED else "passed",
+              "test_code": shown_text(c.description or c.name),
+              "filename": shown_text(filename), "line_no": 0, "duration": 0}
+             for c in q.cases]
     overall = "pass" if q.status == QuestionStatus.PASSED else (
         "error" if any(t["status"] == "error" for t in tests) else "fail")
     return {"version": 1, "status": overall, "max_score": q.max_score, "tests": tests}

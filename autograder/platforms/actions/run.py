@@ -147,10 +147,11 @@ def write_outputs(path: Path, values: dict[str, str]) -> None:
     append_line_file(path, "".join(lines))
 
 
-def summary_markdown(result: SubmissionResult, title: str, left: LeftOut | None = None) -> str:
+def summary_markdown(result: SubmissionResult, title: str, left: LeftOut | None = None,
+                     later: str = "") -> str:
     """The run's summary: points per question and, for each that lost points, what is wrong.
-    From a public bundle (`left`: its hidden cases) it says these are the public cases and
-    what is graded later."""
+    From a public bundle (`left`: its hidden cases) it says these are the public cases;
+    `later` (`public_only.graded_later`) what is graded later and what the grade is out of."""
     from ...feedback.render import render_question
 
     md = markdown_inline
@@ -159,8 +160,8 @@ def summary_markdown(result: SubmissionResult, title: str, left: LeftOut | None 
         return markdown_text(t, table=True)
 
     lines = [f"### {points_heading(md(title), result.score, result.max_score, left)}", ""]
-    if left:
-        lines += [f"**{graded_later(left)}**", ""]
+    if later:
+        lines += [f"**{md(later)}**", ""]
     lines += ["| Question | Points | Status | What is wrong |", "|---|---|---|---|"]
     nothing_wrong = "all public cases pass" if left else "✅"
     for qid, q in result.questions.items():
@@ -180,15 +181,16 @@ def summary_markdown(result: SubmissionResult, title: str, left: LeftOut | None 
     return "\n".join(lines) + "\n\n"
 
 
-def log_feedback(result: SubmissionResult, title: str, left: LeftOut | None = None) -> None:
+def log_feedback(result: SubmissionResult, title: str, left: LeftOut | None = None,
+                 later: str = "") -> None:
     """The feedback in the log, with workflow commands switched off around it."""
     from ...feedback.terminal import submission_text
 
     token = secrets.token_hex(16)
     print(f"::stop-commands::{token}")
     print(points_heading(title, result.score, result.max_score, left))
-    if left:
-        print(graded_later(left))
+    if later:
+        print(later)
     print(submission_text(result))
     print(f"::{token}::", flush=True)
 
@@ -221,9 +223,10 @@ def _main(argv: list[str] | None) -> int:
         write_outputs(Path(os.environ["GITHUB_OUTPUT"]),
                       outputs(result, Path(result.path or assignment.student_file).name))
     left = left_out(assignment)
+    later = graded_later(assignment)
     if os.environ.get("GITHUB_STEP_SUMMARY"):
         append_line_file(Path(os.environ["GITHUB_STEP_SUMMARY"]),
-                         summary_markdown(result, assignment.title, left))
-    log_feedback(result, assignment.title, left)
+                         summary_markdown(result, assignment.title, left, later))
+    log_feedback(result, assignment.title, left, later)
     full = all(q.status == QuestionStatus.PASSED for q in result.questions.values())
     return 0 if full else 1

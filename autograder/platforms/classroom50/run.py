@@ -30,6 +30,7 @@ from pathlib import Path
 
 from ...model.assignment import Assignment, AssignmentError, load_assignment
 from ..checkout import grade_or_why_not
+from ...model.safetext import shown_text
 from ..outputs import replace_file
 from ..public_only import LeftOut, graded_later, left_out, points_heading, row_name
 from ...model.results import SubmissionResult
@@ -103,11 +104,12 @@ def result_document(result: SubmissionResult, ident: dict, left: LeftOut | None 
         tests.append({"test-name": row_name(qid, left),
                       "passed": q.status == QuestionStatus.PASSED,
                       "score": score, "max-score": top, "status": str(q.status),
-                      "output": question_output(as_json[qid], qid=qid)})
+                      "output": shown_text(question_output(as_json[qid], qid=qid))})
     for qid, a in result.written.items():   # graded by a person (never right after a push)
         score, top = whole_points(a.points, a.max_score)
         tests.append({"test-name": qid, "passed": a.points == a.max_score, "score": score,
-                      "max-score": top, "status": a.status, "output": "\n".join(a.feedback)})
+                      "max-score": top, "status": a.status,
+                      "output": shown_text("\n".join(a.feedback))})
     doc = dict(ident)
     doc["score"] = sum(t["score"] for t in tests)
     doc["max-score"] = sum(t["max-score"] for t in tests)
@@ -116,14 +118,15 @@ def result_document(result: SubmissionResult, ident: dict, left: LeftOut | None 
 
 
 def release_body(result: SubmissionResult, doc: dict, title: str,
-                 left: LeftOut | None = None) -> str:
+                 left: LeftOut | None = None, later: str = "") -> str:
     """The Release's Markdown: the points, then the per-question feedback (escaped). From a
-    public folder it says the points are the public cases' and what is graded later."""
+    public folder it says the points are the public cases'; `later` (`public_only.graded_later`)
+    what is graded later and what the grade is out of."""
     from ...course.report import feedback_markdown
 
     head = [f"### {points_heading(title, doc['score'], doc['max-score'], left)}", ""]
-    if left:
-        head += [f"**{graded_later(left)}**", ""]
+    if later:
+        head += [f"**{later}**", ""]
     head += ["| Question | Points | Status |", "|---|---|---|"]
     for qid, t in zip(result.questions, doc["tests"]):
         head.append(f"| {qid} | {t['score']} / {t['max-score']} | {t['status']} |")
@@ -167,15 +170,16 @@ def _main(argv: list[str] | None) -> int:
         print(f"autograder: {why_not}; nothing written", file=sys.stderr)
         return 3
     left = left_out(assignment)
+    later = graded_later(assignment)
     doc = result_document(result, identity(checkout), left)
     # The checkout is the student's: either name may be a committed link (see outputs).
     replace_file(checkout, RESULT_FILE, (json.dumps(doc, indent=2) + "\n").encode())
     replace_file(checkout, RELEASE_BODY_FILE,
-                 release_body(result, doc, assignment.title, left).encode("utf-8"))
+                 release_body(result, doc, assignment.title, left, later).encode("utf-8"))
     cases = "every case" if _has_hidden(assignment) else "public cases only"
     print(f"{assignment.title}: {doc['score']}/{doc['max-score']} points ({cases})")
-    if left:
-        print(graded_later(left))
+    if later:
+        print(later)
     for qid, t in zip(result.questions, doc["tests"]):
         print(f"  {qid:<14} {t['score']}/{t['max-score']}  {t['status']}")
     return 0

@@ -31,11 +31,13 @@ from ..outputs import replace_file
 from ...model.project import PROJECT_ROOT
 from ...intake.student_files import Pick, pick_file
 from ...feedback.render import render_question
+from ...feedback.totals import Totals, out_of
 from ...model.results import question_from_json
 from ...model.status import QuestionStatus
 from ...model.written_answer import WrittenAnswer, is_written
+from ...written.outputs import PLATFORM_VARIABLE
 from ...written.render import ci_lines, graded_by_hand
-from ...model.safetext import shown_path
+from ...model.safetext import shown_path, shown_text
 from ...console.arguments import Parser, add_assignment_argument, run_entry_point
 
 VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
@@ -111,7 +113,10 @@ def to_gradescope(submission: dict, *, visibility: str = DEFAULT_HIDDEN_VISIBILI
                       "output": "\n".join([f"{a.points:g}/{a.max_score:g} (graded by hand)",
                                            *a.feedback]),
                       "output_format": "text", "visibility": visibility})
-    out: list[str] = [f"Graded {Path(submission.get('path', '')).name}."]
+    # What the grade is out of, never a score: the total stays hidden until published.
+    totals = Totals.of_json(submission)
+    out: list[str] = [f"Graded {Path(submission.get('path', '')).name}. The grade is out of "
+                      f"{out_of(totals.autograded_max, totals.written_max)}."]
     if submission.get("error"):
         out.append(f"Problem: {submission['error']}")
     out += ci_lines({k: a for k, a in written.items() if k not in decided})
@@ -133,13 +138,24 @@ def to_gradescope(submission: dict, *, visibility: str = DEFAULT_HIDDEN_VISIBILI
                     out.append(f"    {c.hint}")
                 if c.repeats:
                     out.append(f"    {c.repeats_line}")
-    return {
+    return _shown({
         "score": round(float(sum(t["score"] for t in tests)), 6),
         "output": "\n".join(out),
         "output_format": "text",
         "stdout_visibility": "hidden",
         "tests": tests,
-    }
+    })
+
+
+def _shown(results: dict) -> dict:
+    """Every text Gradescope shows the student with control and format characters as codes
+    (`safetext.shown_text`): a message or answer from the student cannot reorder or hide
+    what the page says."""
+    for entry in [results, *results.get("tests", [])]:
+        for key in ("output", "name"):
+            if isinstance(entry.get(key), str):
+                entry[key] = shown_text(entry[key])
+    return results
 
 
 def failure_results(message: str, assignment: Assignment | None = None) -> dict:
@@ -157,8 +173,8 @@ def failure_results(message: str, assignment: Assignment | None = None) -> dict:
             tests.append({"name": q.id, "score": 0.0, "max_score": max_score,
                           "status": "failed", "output": message, "output_format": "text",
                           "visibility": "visible"})
-    return {"score": 0.0, "output": message, "output_format": "text",
-            "stdout_visibility": "hidden", "tests": tests}
+    return _shown({"score": 0.0, "output": message, "output_format": "text",
+                   "stdout_visibility": "hidden", "tests": tests})
 
 
 # ------------------------------------------------------------------ the run
@@ -222,6 +238,9 @@ def _grade(root: Path, results_dir: Path, assignment: Assignment, visibility: st
         # Half a CPU: one thread each for the numerical libraries, and no thread pool running
         # when the fork server is forked (a fork keeps only the calling thread).
         env.update({"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"})
+        # What the log advises about written answers fits a Gradescope container (`written.
+        # outputs.after_grading`): no results folder to review there.
+        env[PLATFORM_VARIABLE] = "gradescope"
         try:
             proc = subprocess.run(cmd, cwd=engine_root, capture_output=True, text=True,
                                   timeout=timeout, env={**env, "PYTHONPATH": str(engine_root)})

@@ -97,7 +97,7 @@
     data.groups.forEach((g, i) => {
       const first = g.members[0];
       const label = g.members.length > 1 ? `${first.alias} +${g.members.length - 1}` : first.alias;
-      const name = showNames ? ` ${g.members.map((m) => m.student).join(", ")}` : "";
+      const name = showNames ? ` ${g.members.map((m) => m.name).join(", ")}` : "";
       const b = el("button", {type: "button", class: i === index ? "selected" : "",
                               "data-key": g.key, onclick: () => select(i)},
                    el("span", {}, label + name), el("span", {class: `badge ${g.status}`}, g.status));
@@ -133,7 +133,7 @@
     answers.replaceChildren();
     g.members.forEach((m, i) => {
       const who = el("div", {class: "who"}, el("b", {}, m.alias),
-                     showNames ? el("span", {class: "name"}, m.student) : "",
+                     showNames ? el("span", {class: "name"}, m.name) : "",
                      el("span", {}, `${m.chars} characters`),
                      i > 0 && m.similarity < 100 ? el("span", {}, `${m.similarity} % alike`) : "",
                      m.decision ? el("span", {}, `graded ${m.score === null ? "" : points(m.score)} by ${m.grader}`) : "",
@@ -198,7 +198,10 @@
       const reply = await post(`/api/q/${encodeURIComponent(qid)}/grade`, payload);
       const at = index;
       await load(g.key);
-      say(`Saved: ${reply.saved} answer${reply.saved === 1 ? "" : "s"}, ${points(reply.score)} points each.`, "ok");
+      const top = data.question ? data.question.points : null;
+      const worth = `${points(reply.score)}${top === null ? "" : ` of ${points(top)}`} point${reply.score === 1 && top === null ? "" : "s"}`;
+      say(reply.saved === 1 ? `Saved: 1 answer, ${worth}.`
+                            : `Saved: ${reply.saved} answers, ${worth} each.`, "ok");
       index = nextWaiting(at);
       renderCurrent();
       document.body.dataset.saved = String(Number(document.body.dataset.saved || 0) + 1);
