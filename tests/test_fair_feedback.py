@@ -14,7 +14,6 @@ from autograder.checking import checks
 from autograder.model.assignment import load_assignment
 from autograder.cases import Question, randn
 from autograder.checking.question import ERROR_LINES, tidy_error
-from autograder.checking.checks import CheckFailed
 from autograder.diagnose import Evidence, float32_rounding
 from autograder.feedback.terminal import question_lines
 from autograder.platforms.gradescope.run import question_output
@@ -22,7 +21,6 @@ from autograder.course.report import feedback_markdown
 from autograder.model.results import CaseResult, QuestionResult, SubmissionResult
 from autograder.grading.runner import add_dependency_notes
 from autograder.intake.signatures import call_problems, signature_note
-from autograder.model.status import CaseStatus
 from autograder.feedback.plain import question_feedback
 from autograder.feedback.contract import question_json
 
@@ -235,9 +233,8 @@ def _raise(question: Question, fn: str, message: str, code: str, numpy_inputs=Fa
     got = {"status": "error", "forbidden": [], "error": {
         "type": "RuntimeError", "message": message, "line": 3, "file": "attention.py",
         "function": fn, "code": code}}
-    with pytest.raises(CheckFailed) as info:
-        question._raise_for_status(fn, got, numpy_inputs)
-    return info.value.problems[0].public
+    problem, _ = question._status_problem(fn, got, numpy_inputs)
+    return problem.public
 
 
 @pytest.fixture(scope="module")

@@ -53,8 +53,8 @@ def np_grade(np_assignment, sandbox):
 
 
 @pytest.fixture(scope="module")
-def graded(np_grade):
-    return {f.name: np_grade(f) for f in WRONG + CORRECT}
+def graded(graded_corpus):
+    return graded_corpus(NAME)       # the corpus, graded once for the suite (conftest.py)
 
 
 def _with_answers(source: str, **answers) -> str:
@@ -139,19 +139,18 @@ def test_public_cases_use_the_lessons_numpy_examples(np_assignment):
 
 
 def test_snapshots_are_up_to_date_and_keep_answers_as_digests(np_assignment):
-    from autograder import cases
+    from autograder.checking.context import Mode, Recording
     from autograder.grading.runner import grade_functions
 
     ref = np_assignment.load_reference()
     env = {n: getattr(ref, n) for n in [*np_assignment.api, *np_assignment.answers]}
-    store: dict = {}
-    tolerances: dict = {}
-    with cases.recording(store, tolerances):
-        grade_functions(np_assignment, "reference", lambda q: env, include_hidden=False)
-    for qid, entries in store.items():
+    recording = Recording()
+    grade_functions(np_assignment, "reference", lambda q: env, include_hidden=False, mode=Mode.RECORD,
+                    recording=recording)
+    for qid, entries in recording.store.items():
         committed = json.loads((np_assignment.snapshot_dir / f"{qid}.json").read_text())
         assert snapshot_differences(json.loads(json.dumps(entries)), committed,
-                                    tolerances.get(qid)) == [], qid
+                                    recording.tolerances.get(qid)) == [], qid
     text = (np_assignment.snapshot_dir / "concepts.json").read_text()
     assert "38416" not in text and "(6, 6)" not in text and "[6, 6]" not in text
     assert all(e["digest"].startswith("sha256:") for e in json.loads(text).values())

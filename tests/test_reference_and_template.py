@@ -57,16 +57,15 @@ def test_snapshots_are_up_to_date(tmp_path, assignment):
     """`autograder snapshot` regenerates exactly the committed files."""
     import json
 
-    from autograder import cases
+    from autograder.checking.context import Mode, Recording
     from autograder.grading.runner import grade_functions
 
     ref = assignment.load_reference()
     env = {n: getattr(ref, n) for n in assignment.api}
-    store: dict = {}
-    tolerances: dict = {}
-    with cases.recording(store, tolerances):
-        grade_functions(assignment, "reference", lambda q: env, include_hidden=False)
-    for qid, entries in store.items():
+    recording = Recording()
+    grade_functions(assignment, "reference", lambda q: env, include_hidden=False, mode=Mode.RECORD,
+                    recording=recording)
+    for qid, entries in recording.store.items():
         committed = json.loads((assignment.snapshot_dir / f"{qid}.json").read_text())
         assert snapshot_differences(json.loads(json.dumps(entries)), committed,
-                                    tolerances.get(qid)) == [], qid
+                                    recording.tolerances.get(qid)) == [], qid

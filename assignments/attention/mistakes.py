@@ -158,6 +158,8 @@ def attention_family(ref, q, k, v, mask=None, *, scale="sqrt_dk", keys="transpos
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")     # torch deprecates .T beyond 2-D
             scores = q @ k.T
+    elif keys == "none":
+        scores = q @ k
     else:
         scores = q @ k.transpose(-2, -1)
     s = _scale(scale, q, k, v)
@@ -213,6 +215,11 @@ attention_family.mistake(
     "key_dot_T", keys="T", construct=_DOT_T, name="keys transposed with k.T",
     hint="`.T` reverses every dimension, so it only works for 2-D tensors. Swap the last "
          "two with `k.transpose(-2, -1)`.")
+attention_family.mistake(
+    "keys_not_transposed", keys="none", name="keys not transposed (q @ k instead of q @ k^T)",
+    hint="Each score is a query's dot product with a key, so the keys' last two dimensions "
+         "must be swapped: `q @ k.transpose(-2, -1)`. Without it, q @ k fails unless d_k "
+         "happens to equal the number of keys, and then gives wrong numbers.")
 attention_family.mistake(
     "weights_wrong_axis", dim=-2,
     name="softmax over the query axis instead of the key axis",
@@ -446,10 +453,11 @@ for _i, _w in enumerate([("w_q", "w_q", "w_v"), ("w_q", "w_k", "w_k"), ("w_q", "
 @catalogue.family("layer_norm")
 def layer_norm_family(ref, x, gamma, beta, eps=1e-5, *, unbiased=False, eps_outside=False,
                       eps_used="given", over="last", stats_grad=True, keep_mean=True,
-                      keep_var=True):
+                      keep_var=True, sqrt=True):
     """The reference layer norm with knobs: the variance, where eps goes (and which eps: the
     one given, a fixed 1e-5, or none), the dimensions the statistics are taken over, whether
-    gradients flow through them, and whether the mean and the variance keep their dimension."""
+    gradients flow through them, whether the mean and the variance keep their dimension, and
+    whether the square root is taken."""
     eps = {"given": eps, "fixed": 1e-5, "none": 0.0}[eps_used]
     dims = {"last": (-1,), "tokens": (-2,), "batch": (0,),
             "all": tuple(range(x.ndim))}[over]
@@ -461,7 +469,10 @@ def layer_norm_family(ref, x, gamma, beta, eps=1e-5, *, unbiased=False, eps_outs
             var = var.squeeze(dims)
         if not keep_mean:
             mean = mean.squeeze(dims)
-    std = torch.sqrt(var) + eps if eps_outside else torch.sqrt(var + eps)
+    if not sqrt:
+        std = var + eps
+    else:
+        std = torch.sqrt(var) + eps if eps_outside else torch.sqrt(var + eps)
     return (x - mean) / std * gamma + beta
 
 
@@ -501,6 +512,11 @@ catalogue.describe(
 for _i, (_keep_mean, _keep_var) in enumerate([(True, False), (False, True), (False, False)]):
     layer_norm_family.mistake("layer_norm_no_keepdim", alternative=_i, keep_mean=_keep_mean,
                               keep_var=_keep_var)
+layer_norm_family.mistake(
+    "layer_norm_no_sqrt", sqrt=False,
+    name="layer norm divides by the variance instead of the standard deviation",
+    hint="Normalise by the standard deviation: divide x - mean by `torch.sqrt(var + eps)`, "
+         "not by `var + eps`.")
 layer_norm_family.mistake(
     "stats_without_grad", stats_grad=False, name="layer norm statistics computed without gradient",
     hint="The mean and variance depend on x, so gradients must flow through them: do not "

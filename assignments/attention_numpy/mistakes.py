@@ -119,7 +119,7 @@ def _scale(name, q, k, v):
 def attention_family(ref, q, k, v, mask=None, *, scale="sqrt_dk", keys="swap", fill=-np.inf,
                      masking="fill", axis=-1, scale_after=False, returns="both"):
     """The reference attention with knobs, as in the torch track's catalogue."""
-    scores = q @ (k.T if keys == "T" else _swap(k))
+    scores = q @ {"T": lambda: k.T, "none": lambda: k, "swap": lambda: _swap(k)}[keys]()
     s = _scale(scale, q, k, v)
     if not scale_after:
         scores = scores / s
@@ -170,6 +170,11 @@ attention_family.mistake(
     "key_dot_T", keys="T", construct=_DOT_T, name="keys transposed with k.T",
     hint="`.T` reverses every axis, so it only works for 2-D arrays. Swap the last two with "
          "`np.swapaxes(k, -2, -1)`.")
+attention_family.mistake(
+    "keys_not_transposed", keys="none", name="keys not transposed (q @ k instead of q @ k^T)",
+    hint="Each score is a query's dot product with a key, so the keys' last two axes must be "
+         "swapped: `q @ np.swapaxes(k, -2, -1)`. Without it, q @ k fails unless d_k happens to "
+         "equal the number of keys, and then gives wrong numbers.")
 attention_family.mistake(
     "weights_wrong_axis", axis=-2, name="softmax over the query axis instead of the key axis",
     hint="Each query's weights over the keys must sum to 1: softmax over the last axis "
@@ -385,7 +390,8 @@ for _i, _w in enumerate([("w_q", "w_q", "w_v"), ("w_q", "w_k", "w_k"), ("w_q", "
 
 @catalogue.family("layer_norm")
 def layer_norm_family(ref, x, gamma, beta, eps=1e-5, *, unbiased=False, eps_outside=False,
-                      eps_used="given", over="last", keep_mean=True, keep_var=True):
+                      eps_used="given", over="last", keep_mean=True, keep_var=True,
+                      sqrt=True):
     eps = x.dtype.type({"given": eps, "fixed": 1e-5, "none": 0.0}[eps_used])
     axes = {"last": (-1,), "tokens": (-2,), "batch": (0,), "all": None}[over]
     mean = x.mean(axis=axes, keepdims=True)
@@ -394,7 +400,10 @@ def layer_norm_family(ref, x, gamma, beta, eps=1e-5, *, unbiased=False, eps_outs
         var = np.squeeze(var, axis=axes)
     if not keep_mean:
         mean = np.squeeze(mean, axis=axes)
-    std = np.sqrt(var) + eps if eps_outside else np.sqrt(var + eps)
+    if not sqrt:
+        std = var + eps
+    else:
+        std = np.sqrt(var) + eps if eps_outside else np.sqrt(var + eps)
     return (x - mean) / std * gamma + beta
 
 
@@ -434,6 +443,11 @@ catalogue.describe(
 for _i, (_keep_mean, _keep_var) in enumerate([(True, False), (False, True), (False, False)]):
     layer_norm_family.mistake("layer_norm_no_keepdim", alternative=_i, keep_mean=_keep_mean,
                               keep_var=_keep_var)
+layer_norm_family.mistake(
+    "layer_norm_no_sqrt", sqrt=False,
+    name="layer norm divides by the variance instead of the standard deviation",
+    hint="Normalise by the standard deviation: divide x - mean by `np.sqrt(var + eps)`, not by "
+         "`var + eps`.")
 
 # Once some case needs both, they are named on every failing case they explain.
 catalogue.combination(("unbiased_variance", "eps_outside_sqrt"), "layer_norm")(

@@ -42,8 +42,8 @@ ABOUT_FILE = "mistake-outcomes.about"
 def public_records(assignment: Assignment) -> list:
     """Every check the public cases make, with the reference as the student (so every check
     passes): their inputs, seeds and expected outcomes. One record per distinct call."""
+    from ..checking.context import CheckContext, Mode, Recording
     from ..diagnose.session import Session
-    from ..checking.expected import recording
     from ..grading.runner import run_question
 
     ref = assignment.load_reference()
@@ -52,9 +52,9 @@ def public_records(assignment: Assignment) -> list:
     session = Session(assignment)
     # Expected outcomes from the reference itself (as `autograder snapshot` records them), not
     # from the snapshot files, which may be rewritten in the same run.
-    with session, recording({}):
-        for q in assignment.questions:
-            run_question(assignment, q.id, env, include_hidden=False)
+    context = CheckContext(Mode.RECORD, session=session, recording=Recording())
+    for q in assignment.questions:
+        run_question(assignment, q.id, env, include_hidden=False, context=context)
     seen, out = set(), []
     for records in session.passed.values():
         for r in records:

@@ -4,8 +4,8 @@ an unchanged assignment changes no file, whatever machine records it.
 Four rules make the files the same on any machine and keep a diff to what changed:
 
 * keys are sorted and the layout is fixed (`json.dumps(..., indent=1, sort_keys=True)`);
-* expected outputs and gradients are rounded to a decimal step well inside the tolerance the
-  case is checked with (at most STEP_FRACTION, a hundredth, of `max(atol, rtol * |v|)` for the
+* expected outputs and gradients (arrays and float numbers) are rounded to a decimal step well
+  inside the tolerance the case is checked with (at most STEP_FRACTION, a hundredth, of `max(atol, rtol * |v|)` for the
   question's tolerance of that dtype, `checks.tolerance_for`), with Python's correctly rounded
   `round`. Inputs and upstream gradients are kept exactly: they are made from a seed, and a
   public case checks that its inputs are still the recorded ones;
@@ -56,20 +56,21 @@ class Recording:
 def record(assignment: Assignment, include_hidden: bool = False) -> Recording:
     """Run the reference on every public case (and every hidden one with `include_hidden`,
     as lint does), recording what each snapshot holds (nothing is written)."""
-    from ..checking.expected import recording
+    from ..checking.context import Mode, Recording as Store
     from ..grading.runner import grade_functions
     from ..model.status import QuestionStatus
 
+    from .travel import travelling
+
     ref = assignment.load_reference()
-    env = {name: getattr(ref, name) for name in assignment.api if hasattr(ref, name)}
+    # Inputs the reference gets here, in this process, must also reach a student's worker.
+    env = {name: travelling(getattr(ref, name)) for name in assignment.api if hasattr(ref, name)}
     env.update({name: getattr(ref, name, None) for name in assignment.answers})
-    store: dict = {}
-    tolerances: dict = {}
-    with recording(store, tolerances):
-        result = grade_functions(assignment, "reference", lambda q: env,
-                                 include_hidden=include_hidden)
+    store = Store()
+    result = grade_functions(assignment, "reference", lambda q: env,
+                             include_hidden=include_hidden, mode=Mode.RECORD, recording=store)
     failing = [q.id for q in result.questions.values() if q.status != QuestionStatus.PASSED]
-    return Recording(store, tolerances, failing, result)
+    return Recording(store.store, store.tolerances, failing, result)
 
 
 def _tolerance(table: dict, dtype: str) -> tuple[float, float]:
@@ -95,11 +96,20 @@ def _is_float_array(node: Any) -> bool:
         and str(node.get("dtype", "")).startswith("float") and isinstance(node.get("data"), list)
 
 
+def _is_float_number(node: Any) -> bool:
+    """A float scalar (a Python float is a float64; a NumPy scalar says its dtype)."""
+    return isinstance(node, dict) and node.get("t") == "scalar" and node.get("kind") == "float" \
+        and isinstance(node.get("v"), float)
+
+
 def _rounded_tree(node: Any, table: dict) -> Any:
     if _is_float_array(node):
         rtol, atol = _tolerance(table, node["dtype"])
         data = [round_value(x, rtol, atol) if isinstance(x, float) else x for x in node["data"]]
         return {**node, "data": data}
+    if _is_float_number(node):
+        rtol, atol = _tolerance(table, str(node.get("dtype", "float64")))
+        return {**node, "v": round_value(node["v"], rtol, atol)}
     if isinstance(node, dict):
         return {k: _rounded_tree(v, table) for k, v in node.items()}
     if isinstance(node, list):
@@ -126,6 +136,8 @@ def _settled_tree(old: Any, new: Any, table: dict, exact: bool,
             raise _Differs
         if not exact and _is_float_array(new):
             tol = _tolerance(table, new["dtype"])
+        elif not exact and _is_float_number(new):
+            tol = _tolerance(table, str(new.get("dtype", "float64")))
         return {k: _settled_tree(old[k], new[k], table, exact, tol) for k in new}
     if isinstance(old, list) and isinstance(new, list):
         if len(old) != len(new):

@@ -9,17 +9,22 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 import torch
 
-from ..model.status import CaseStatus
 from ..memo.tensor_cache import TensorCache
-from ..sandbox.wire import Opaque
+from ..model.status import CaseStatus
+from .formatting import describe_type, fmt_index, fmt_num, fmt_pair, fmt_shape
+from .paths import PATHS
+from .problems import Advice, Problem
 
-# Added to a NaN message on a case with deliberately large inputs; autograder.grading.runner replaces
-# it where the functions the question calls pass their own questions (so they do not overflow).
+if TYPE_CHECKING:
+    from .record import CheckRecord
+
+# Said after a NaN message on a case with deliberately large inputs; autograder.grading.runner
+# drops or replaces it where other results show it points at the wrong place (`Advice` "overflow").
 OVERFLOW_ADVICE = "; with large inputs exp() overflows: subtract the maximum first"
 
 # (rtol, atol) per dtype; questions may override. float64 is strict so that a float32 round trip
@@ -32,35 +37,39 @@ DEFAULT_TOLERANCE: dict[str, tuple[float, float]] = {
 }
 
 
-@dataclass
-class Problem:
-    """One thing wrong with a case. `kind` groups problems in reports."""
-
-    kind: str
-    public: str
-    hidden: str | None = None
-
-    def text(self, hidden: bool) -> str:
-        return self.hidden if hidden and self.hidden is not None else self.public
-
-
 class CheckFailed(AssertionError):
-    """Raised by a case that failed; otter shows the message, our runner keeps the problems."""
+    """Raised by a case that failed; otter shows the message, our runner keeps the problems.
 
-    def __init__(self, problems: list[Problem], status: str = CaseStatus.FAILED):
+    The check that raises it also says, for the grader's report: which of the student's other
+    functions the call used (`called`, for the notes that blame a failing helper), the check's
+    `record` (for naming the mistake, `autograder.diagnose`), and a digest of the wrong output
+    (`output_digest`, the similarity report's second signal)."""
+
+    def __init__(self, problems: list[Problem], status: str = CaseStatus.FAILED, *,
+                 called: list[str] | None = None, record: "CheckRecord | None" = None,
+                 output_digest: str = ""):
         self.problems = problems
         self.status = status
+        self.called: list[str] = list(called or [])
+        self.record = record
+        self.output_digest = output_digest
         super().__init__(" ".join(p.public for p in problems[:2]))
 
 
 class CallStopped(Exception):
     """A call of the student's function that gave no outcome: the grading process stopped it
-    (`runner.QuestionStopped`). A refused forbidden routine carries `routines`, and the check
-    that made the call attaches a `record` of it, so that diagnosis can still name the library
-    shortcut (`autograder.diagnose`)."""
+    (`grading.questions.QuestionStopped`). A refused forbidden routine carries `routines`, and the check
+    that made the call attaches a `record` of it (`with_record`), so that diagnosis can still
+    name the library shortcut (`autograder.diagnose`)."""
 
-    routines: list[str] = []
-    record = None
+    def __init__(self, message: str = "", routines: list[str] | None = None):
+        super().__init__(message)
+        self.routines: list[str] = list(routines or [])
+        self.record: "CheckRecord | None" = None
+
+    def with_record(self, record: "CheckRecord") -> "CallStopped":
+        self.record = record
+        return self
 
 
 @dataclass
@@ -83,58 +92,6 @@ class Labels:
         for p in parts[2:]:
             name += f"[{p}]" if p.isdigit() else f'["{p}"]'
         return f"`{name}`"
-
-
-# ------------------------------------------------------------------ formatting helpers
-
-def fmt_shape(shape) -> str:
-    return "(" + ", ".join(str(int(s)) for s in shape) + ("," if len(shape) == 1 else "") + ")"
-
-
-def fmt_num(x: float) -> str:
-    if isinstance(x, float) and not math.isfinite(x):
-        return str(x)
-    if x == 0:
-        return "0"
-    if abs(x) >= 1e4 or abs(x) < 1e-3:
-        return f"{x:.3g}"
-    return f"{x:.4g}" if abs(x) < 10 else f"{x:.4g}"
-
-
-def fmt_pair(expected: float, got: float) -> tuple[str, str]:
-    """Two numbers printed with just enough significant digits to tell them apart, so that a
-    message never says "expected X, got X" with the same X."""
-    a, b = fmt_num(expected), fmt_num(got)
-    if a != b or expected == got or not (math.isfinite(expected) and math.isfinite(got)):
-        return a, b
-    for digits in range(5, 18):
-        a, b = f"{expected:.{digits}g}", f"{got:.{digits}g}"
-        if a != b:
-            break
-    return a, b
-
-
-def fmt_index(idx) -> str:
-    return "[" + ", ".join(str(int(i)) for i in idx) + "]"
-
-
-def describe_type(value: Any) -> str:
-    if isinstance(value, torch.Tensor):
-        return f"a tensor of shape {fmt_shape(value.shape)}"
-    if isinstance(value, np.ndarray):
-        return f"a NumPy array of shape {fmt_shape(value.shape)}"
-    if isinstance(value, tuple):
-        return f"a tuple of {len(value)}"
-    if isinstance(value, list):
-        return f"a list of {len(value)}"
-    if isinstance(value, dict):
-        return "a dict"
-    if value is None:
-        return "None"
-    if isinstance(value, Opaque):
-        name = value.type_name
-        return f"a {name}" if " " in name else f"an object of type {name}"
-    return f"a {type(value).__name__}"
 
 
 # ------------------------------------------------------------------ structure and arrays
@@ -210,18 +167,31 @@ def widen(tolerance: dict | None, kind: str | None, slack: dict[str, float],
     d to the absolute one. For gradients, whose size is set by the upstream gradient rather
     than by the inputs, d times `atol_scale` (the largest output times the largest upstream
     value) is added to the absolute tolerance: a gradient of exp() carries its value's
-    relative uncertainty, times the upstream gradient."""
+    relative uncertainty, times the upstream gradient. A table of one place in the output
+    (`outputs.paths.PATHS`) is widened the same way, in the dtypes it sets."""
     table = dict(tolerance or {})
     for name, d in slack.items():
         rtol, atol = table.get(name, DEFAULT_TOLERANCE.get(name, (0.0, 0.0)))
-        if atol_scale is not None:
-            extra = d * atol_scale if kind == "exponent" else d
-            table[name] = (rtol, atol + extra)
-        elif kind == "exponent":
-            table[name] = (rtol + d, atol)
-        else:
-            table[name] = (rtol, atol + d)
+        table[name] = _widened(rtol, atol, d, kind, atol_scale)
+    if PATHS in table:
+        table[PATHS] = {path: {name: _widened(*tol, slack[name], kind, atol_scale)
+                               if name in slack else tol for name, tol in sub.items()}
+                        for path, sub in table[PATHS].items()}
     return table
+
+
+def _widened(rtol: float, atol: float, d: float, kind: str | None,
+             atol_scale: float | None) -> tuple[float, float]:
+    if atol_scale is not None:
+        return rtol, atol + (d * atol_scale if kind == "exponent" else d)
+    if kind == "exponent":
+        return rtol + d, atol
+    return rtol, atol + d
+
+
+def without_places(tolerance: dict | None) -> dict:
+    """The per-dtype part of a tolerance table (the case's own, for its gradients)."""
+    return {k: v for k, v in (tolerance or {}).items() if k != PATHS}
 
 
 def largest_magnitude(value: Any) -> float:
@@ -237,47 +207,6 @@ def largest_magnitude(value: Any) -> float:
     return float(x.max()) if x.numel() else 0.0
 
 
-def compare_structure(expected: Any, got: Any, what: str) -> list[Problem]:
-    """Same nesting of tuples/lists/tensors as the contract; recurse into containers."""
-    if isinstance(expected, np.ndarray):
-        if isinstance(got, np.ndarray):
-            return []
-        if isinstance(got, torch.Tensor):
-            return [Problem("type", f"{what} should be a NumPy array, but you returned a torch "
-                                    "tensor; work with NumPy arrays and NumPy operations")]
-        hint = ""
-        if isinstance(got, (list, tuple)):
-            hint = " (build it with NumPy operations, not Python lists)"
-        elif isinstance(got, (bool, int, float)):
-            hint = " (a single number where an array is expected: check the shapes)"
-        return [Problem("type", f"{what} should be a NumPy array, but you returned "
-                                f"{describe_type(got)}{hint}")]
-    if isinstance(expected, torch.Tensor):
-        if isinstance(got, torch.Tensor):
-            return []
-        if isinstance(got, np.ndarray):
-            msg = (f"{what} should be a torch tensor, but you returned a NumPy array; keep "
-                   "everything in torch (a NumPy round trip also cuts the gradient)")
-            return [Problem("type", msg)]
-        return [Problem("type", f"{what} should be a tensor, but you returned "
-                                f"{describe_type(got)}")]
-    if isinstance(expected, tuple):
-        if not isinstance(got, (tuple, list)) or isinstance(got, list):
-            hint = ""
-            if isinstance(got, (torch.Tensor, np.ndarray)):
-                hint = " Return both values: `return output, weights`."
-            return [Problem("type", f"{what} should be a tuple of {len(expected)}, but you "
-                                    f"returned {describe_type(got)}.{hint}")]
-        if len(got) != len(expected):
-            return [Problem("type", f"{what} should be a tuple of {len(expected)}, but yours "
-                                    f"has {len(got)} items")]
-        problems = []
-        for i, (e, g) in enumerate(zip(expected, got)):
-            problems += compare_structure(e, g, f"item {i} of the returned tuple")
-        return problems
-    return []
-
-
 def compare_tensor(expected: torch.Tensor | np.ndarray, got: torch.Tensor | np.ndarray,
                    what: str, *, tolerance: dict | None = None,
                    large_inputs: bool = False,
@@ -286,28 +215,23 @@ def compare_tensor(expected: torch.Tensor | np.ndarray, got: torch.Tensor | np.n
     `input_dtypes`: the floating-point dtypes among the inputs (None: not known), so that a
     function that takes none is not told to keep its input's dtype."""
     if tuple(got.shape) != tuple(expected.shape):
-        pub = f"{what}: expected shape {fmt_shape(expected.shape)}, got {fmt_shape(got.shape)}"
-        hid = f"{what} has the wrong shape {fmt_shape(got.shape)}"
-        if math.prod(got.shape) == math.prod(expected.shape) and got.ndim == expected.ndim:
-            extra = " (the same numbers of elements: a transpose or reshape in the wrong order?)"
-            pub += extra
-            hid += extra
-        return [Problem("shape", pub, hid)]
+        same_count = math.prod(got.shape) == math.prod(expected.shape) and \
+            got.ndim == expected.ndim
+        return [Problem.of("shape", what=what, expected=tuple(expected.shape),
+                           got=tuple(got.shape), same_count=same_count)]
     e, g = dtype_name(expected), dtype_name(got)
     if e != g:
-        msg = f"{what}: expected dtype {e}, got {g}"
+        why = None
         if input_dtypes is not None and e.startswith("float") and e not in input_dtypes:
-            msg += (f" (no {e} input is passed to this function, so the result's dtype is not "
-                    f"inherited: create it as {e}, as the contract says)")
+            why = "no_input"
         elif e == "float64" and g == "float32":
-            msg += " (something converted the float64 input to float32: keep the input's dtype)"
+            why = "lowered"
         elif e == "float32" and g == "float64":
-            msg += (" (something promoted the float32 input to float64, e.g. a float64 array "
-                    "or a NumPy float64 scalar such as np.sqrt(d) in the arithmetic: keep the "
-                    "input's dtype)")
+            why = "promoted"
         elif e == "bool":
-            msg += f" (return a bool {_noun(expected)})"
-        return [Problem("dtype", msg)]
+            why = "bool"
+        return [Problem.of("dtype", what=what, expected=e, got=g, why=why,
+                           noun=_noun(expected))]
     return compare_values(as_tensor(expected), as_tensor(got), what, tolerance=tolerance,
                           large_inputs=large_inputs)
 
@@ -342,10 +266,8 @@ def compare_values(expected: torch.Tensor, got: torch.Tensor, what: str, *,
             return []
         n = int(wrong.sum())
         idx = fmt_index(torch.nonzero(wrong)[0].tolist())
-        pub = (f"{what} differs at {n} of {expected.numel()} positions, first at {idx}: "
-               f"expected {_item(expected, idx)}, got {_item(got, idx)}")
-        return [Problem("values", pub, f"{what} differs from the reference at {n} of "
-                                       f"{expected.numel()} positions")]
+        return [Problem.of("values", what=what, exact=True, n=n, numel=expected.numel(),
+                           index=idx, expected=_item(expected, idx), got=_item(got, idx))]
     rtol, atol = tolerance_for(expected.dtype, tolerance)
     if expected.numel():
         xe, xg = finite_float64(expected), finite_float64(got)
@@ -358,11 +280,8 @@ def compare_values(expected: torch.Tensor, got: torch.Tensor, what: str, *,
         n = int(bad_got.sum())
         idx = fmt_index(torch.nonzero(bad_got)[0].tolist())
         kinds = "NaN" if bool(torch.isnan(g64[bad_got]).all()) else "inf or NaN"
-        pub = (f"{what} contains {kinds} in {n} of {expected.numel()} values (first at {idx}) "
-               f"where finite values are expected")
-        if large_inputs:
-            pub += OVERFLOW_ADVICE
-        return [Problem("nan", pub, pub)]
+        return [Problem.of("nan", what=what, kinds=kinds, n=n, numel=expected.numel(),
+                           index=idx, advice=OVERFLOW if large_inputs else None)]
     close = torch.isclose(g64, e64, rtol=rtol, atol=atol, equal_nan=True)
     if bool(close.all()):
         return []
@@ -373,13 +292,12 @@ def compare_values(expected: torch.Tensor, got: torch.Tensor, what: str, *,
     max_diff = float(diff.reshape(-1)[flat])
     n = int((~close).sum())
     shown_e, shown_g = fmt_pair(float(e64[idx]), float(g64[idx]))
-    where = f" (at index {fmt_index(idx)}: expected {shown_e}, got {shown_g})" \
-        if expected.ndim else f" (expected {shown_e}, got {shown_g})"
-    pub = f"{what}: values differ by up to {fmt_num(max_diff)}{where}; {n} of " \
-          f"{expected.numel()} values are off"
-    hid = f"{what}: values differ from the reference by up to {fmt_num(max_diff)} " \
-          f"({n} of {expected.numel()} values are off)"
-    return [Problem("values", pub, hid)]
+    return [Problem.of("values", what=what, max_diff=max_diff,
+                       index=fmt_index(idx) if expected.ndim else None,
+                       expected=shown_e, got=shown_g, n=n, numel=expected.numel())]
+
+
+OVERFLOW = Advice("overflow", OVERFLOW_ADVICE)
 
 
 def _item(t: torch.Tensor, idx: str):
@@ -413,8 +331,7 @@ def rows_sum_to_one(item: int | None = None, dim: int = -1, name: str = "weights
         if float(err.reshape(-1)[worst]) <= 1e-3:
             return []
         value = float(sums.reshape(-1)[worst])
-        msg = f"rows of your {name} sum to {fmt_num(value)}, not 1"
-        return [Problem("property", msg, msg)]
+        return [Problem.of("property", case="rows_sum", name=name, value=value)]
 
     return check
 
@@ -437,9 +354,7 @@ def zero_where(mask: torch.Tensor | np.ndarray, item: int | None = None,
         leak = t.double().abs() * blocked
         if not bool(torch.isfinite(leak).all()) or float(leak.max()) <= 1e-6:
             return []
-        msg = (f"your {name} put up to {fmt_num(float(leak.max()))} of weight on blocked "
-               f"positions, which must get exactly 0")
-        return [Problem("property", msg, msg)]
+        return [Problem.of("property", case="blocked", name=name, leak=float(leak.max()))]
 
     return check
 
@@ -448,55 +363,70 @@ def zero_where(mask: torch.Tensor | np.ndarray, item: int | None = None,
 
 def compare_gradients(expected: dict, got: dict | None, grad_error: str | None, labels: Labels,
                       tolerance: dict | None = None) -> list[Problem]:
+    fn = labels.function
     if grad_error == "detached":
-        msg = (f"no gradient flows back through {labels.function}: its output is not connected "
-               "to the inputs' autograd graph (.detach(), .numpy(), .item() or torch.tensor() "
-               "on a tensor cut it)")
-        return [Problem("gradient", msg, msg)]
+        return [Problem.of("gradient", case="detached", function=fn)]
     if grad_error:
-        msg = f"computing gradients through {labels.function} failed ({grad_error})"
-        if "in-place" in grad_error or "inplace" in grad_error:
-            msg += ": an in-place operation overwrote a value autograd needs"
-        return [Problem("gradient", msg, msg)]
+        return [Problem.of("gradient", case="failed", function=fn, error=grad_error)]
     if not isinstance(got, dict):
         # The case asked for gradients and none came back: the worker computes them, so a
         # missing answer is a failure of the case, never a reason to skip the check.
-        msg = (f"no gradients came back from {labels.function}, so the gradient check could "
-               "not be made; it counts as failed")
-        return [Problem("gradient", msg, msg)]
+        return [Problem.of("gradient", case="none_back", function=fn)]
     for key, exp in expected.items():
         if exp is None:
             continue
         name = labels.arg(key)
         if key not in got:
-            msg = f"no gradient came back for {name}, so the gradient check could not be made"
-            return [Problem("gradient", msg, msg)]
+            return [Problem.of("gradient", case="key_missing", input=name)]
         g = got.get(key)
         if g is None:
             if not bool(exp.abs().max() > 0):
                 continue
-            msg = f"no gradient reaches {name}: something in your code detached it"
-            return [Problem("gradient", msg, msg)]
+            return [Problem.of("gradient", case="unreached", input=name)]
         if not isinstance(g, torch.Tensor) or tuple(g.shape) != tuple(exp.shape):
-            msg = f"the gradient with respect to {name} has the wrong shape"
-            return [Problem("gradient", msg, msg)]
+            return [Problem.of("gradient", case="shape", input=name)]
         problems = compare_values(exp, g.to(exp.dtype), f"the gradient with respect to {name}",
                                   tolerance=tolerance)
         if problems:
             p = problems[0]
-            lead = "your output is right, but "
-
-            def reword(text: str) -> str:
-                return lead + text.replace(": values differ", " differs", 1)
-
-            return [Problem("gradient", reword(p.public), reword(p.hidden or p.public))]
+            return [Problem.of("gradient", case="values", input=name, inner_kind=p.kind,
+                               inner=dict(p.facts))]
     return []
 
 
-def compare_mutation(mutated: list[str], labels: Labels, noun: str = "tensors") -> list[Problem]:
+def compare_mutation(mutated: list[str], labels: Labels, noun: str = "tensors",
+                     changes: list[dict] | None = None, inputs: Any = None) -> list[Problem]:
+    """The inputs the call changed: arrays changed in place (`mutated`), and, in `changes`
+    (`execute.input_changes`), items of dicts and lists replaced, keys removed or added,
+    lists resized; `inputs` (args, kwargs) tells a dict's item from a list's."""
     if not mutated:
         return []
-    names = ", ".join(labels.arg(k) for k in mutated[:3])
-    msg = (f"your function changed its input {names} in place; work on new {noun} instead "
-           "(e.g. `x = x - m`, not `x -= m`)")
-    return [Problem("mutated", msg, msg)]
+    how = {c["path"]: c for c in changes or []}
+    said = []
+    for key in mutated:
+        change = dict(how.get(key, {"path": key, "how": "in_place"}))
+        parts = key.split("/")
+        change["name"] = labels.arg(key)
+        change["var"] = change["name"].strip("`")
+        if change["how"] == "rebound":
+            parent = "/".join(parts[:-1])
+            change["owner"] = labels.arg(parent)
+            change["var"] = change["owner"].strip("`")
+            change["container"] = "list" if isinstance(_at(inputs, parts[:-1]), list) \
+                else "dict"
+        else:
+            change["owner"] = change["name"]
+            change["container"] = "list" if change["how"] == "resized" else "dict"
+        said.append(change)
+    return [Problem.of("mutated", changes=said, noun=noun)]
+
+
+def _at(inputs: Any, parts: list[str]) -> Any:
+    """The input at a path key's parts (None where the inputs do not have it)."""
+    value = inputs
+    for p in parts:
+        try:
+            value = value[int(p)] if isinstance(value, (tuple, list)) else value[p]
+        except (KeyError, IndexError, TypeError, ValueError):
+            return None
+    return value

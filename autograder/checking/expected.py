@@ -1,7 +1,7 @@
 """Expected outcomes, for `Question.check`: the live hidden reference's outcome (hidden cases;
 cached per process, since every submission gets the same inputs) or the one a snapshot recorded
-from it (public cases, which ship to students without the reference). `recording` is the mode
-of `autograder snapshot`, in which public cases store the reference's outcome instead.
+from it (public cases, which ship to students without the reference). In the RECORD context of
+`autograder snapshot` (`checking.context`), public cases store the reference's outcome instead.
 """
 from __future__ import annotations
 
@@ -15,39 +15,14 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..model.assignment import Assignment, AssignmentError
 from ..memo.fingerprint import call_digest
-from .inputs import upstream_for
-from ..sandbox.execute import run_call
+from ..model.assignment import Assignment, AssignmentError
+from ..sandbox.execute import Chained, run_call, steps_to_data, with_chained_functions
 from ..sandbox.protocol import roundtrip_outcome
 from ..sandbox.wire import decode, encode
-
-# Set by the grader around a run; otter's tools leave the defaults.
-_state = threading.local()
-
-
-def _ctx() -> dict:
-    if not hasattr(_state, "ctx"):
-        _state.ctx = {"record": None, "use_reference": True}
-    return _state.ctx
-
-
-class recording:
-    """Context manager for `autograder snapshot`: public cases store the reference's outcome."""
-
-    def __init__(self, store: dict, tolerances: dict | None = None):
-        self.store = store
-        self.tolerances = {} if tolerances is None else tolerances   # per question
-
-    def __enter__(self):
-        _ctx()["record"] = self.store
-        _ctx()["tolerances"] = self.tolerances
-        return self.store
-
-    def __exit__(self, *exc):
-        _ctx()["record"] = None
-        _ctx().pop("tolerances", None)
-
+from .context import CheckContext
+from .inputs import upstream_for_part
+from .paths import resolve_path
 
 class GraderError(Exception):
     """A problem of the grader or the assignment, never the student's fault."""
@@ -64,14 +39,24 @@ _reference_cache: dict[tuple, dict] = {}
 _cache_lock = threading.Lock()
 
 
+def digest_name(fn_name: str, part: tuple = ()) -> str:
+    """What a call's digest is taken under: the function, and the part of its output a case
+    compares (whose upstream gradient alone is drawn), if any."""
+    return fn_name if not part else f"{fn_name}@{steps_to_data(part)}"
+
+
 def _reference_outcome(assignment: Assignment, fn_name: str, args, kwargs, seed: int,
-                       want_grad: bool) -> dict:
-    """The reference's outcome; cached, since every submission gets the same inputs."""
-    key = (str(assignment.root), call_digest(fn_name, seed, want_grad, args, kwargs))
+                       want_grad: bool, part: tuple = ()) -> dict:
+    """The reference's outcome; cached, since every submission gets the same inputs. With
+    `part` (a place in the output, `outputs.paths`), the upstream gradient is drawn for that
+    place only."""
+    key = (str(assignment.root), call_digest(digest_name(fn_name, part), seed, want_grad, args,
+                                             kwargs))
     with _cache_lock:
         cached = _reference_cache.get(key)
     if cached is None:
-        cached = _compute_reference_outcome(assignment, fn_name, args, kwargs, seed, want_grad)
+        cached = _compute_reference_outcome(assignment, fn_name, args, kwargs, seed, want_grad,
+                                            part)
         with _cache_lock:
             _reference_cache[key] = cached
     return cached
@@ -90,16 +75,28 @@ def quietly():
 
 
 def _compute_reference_outcome(assignment: Assignment, fn_name: str, args, kwargs, seed: int,
-                               want_grad: bool) -> dict:
+                               want_grad: bool, part: tuple = ()) -> dict:
     try:
-        ref = getattr(assignment.load_reference(), fn_name)
+        module = assignment.load_reference()
+        ref = getattr(module, fn_name)
     except (AssignmentError, AttributeError) as e:
         raise GraderError(f"reference for {fn_name} unavailable: {e}") from e
+    # An input the student's own function makes (a chained call) is the reference's here.
+    args, kwargs = with_chained_functions(tuple(args), dict(kwargs),
+                                          lambda name: getattr(module, name, None))
     with quietly():
         first = run_call(ref, args, kwargs)
     if first["status"] != "ok":
-        raise GraderError(f"the reference {fn_name} failed: {first['error']}")
-    upstream = upstream_for(first["output"], seed) if want_grad else None
+        chained = first.get("chained")
+        which = f"{chained['function']} (whose output {fn_name} is given)" if chained \
+            else fn_name
+        raise GraderError(f"the reference {which} failed: {first['error']}")
+    output = roundtrip_outcome(first, fn_name)["output"]     # as data: records as Records
+    where = resolve_path(output, part)
+    if where is None:
+        raise GraderError(f"the case compares part {steps_to_data(part)} of the output of "
+                          f"{fn_name}, which the reference's output does not have")
+    upstream = upstream_for_part(output, where, seed) if want_grad else None
     with quietly():
         full = run_call(ref, args, kwargs, upstream=upstream, want_grad=want_grad)
     out = roundtrip_outcome(full)
@@ -137,24 +134,45 @@ def _same_inputs(a: Any, b: Any) -> bool:
     return a == b
 
 
+def _plain_inputs(args, kwargs) -> tuple[tuple, dict]:
+    """A case's inputs as a snapshot stores them: an input the student's own function makes
+    (`execute.Chained`) as what makes it."""
+    def plain(v: Any) -> Any:
+        if isinstance(v, Chained):
+            return {"output of": v.name, "inputs": (v.args, v.kwargs),
+                    "item": steps_to_data(v.pick)}
+        return v
+    return tuple(plain(a) for a in args), {k: plain(v) for k, v in kwargs.items()}
+
+
 def _snapshot_outcome(assignment: Assignment, question: str, key: str, fn_name: str, args,
-                      kwargs, seed: int, want_grad: bool, tolerance: dict | None = None) -> dict:
-    store = _ctx()["record"]
-    if store is not None:
-        # The question's tolerance table: `autograder snapshot` rounds to well inside it.
-        _ctx().setdefault("tolerances", {}).setdefault(question, dict(tolerance or {}))
-        exp = _reference_outcome(assignment, fn_name, args, kwargs, seed, want_grad)
-        store.setdefault(question, {})[key] = {
+                      kwargs, seed: int, want_grad: bool, *, context: CheckContext,
+                      tolerance: dict | None = None, part: tuple = ()) -> dict:
+    recording = context.recording
+    if recording is not None:
+        # The case's tolerance table: `autograder snapshot` rounds to well inside the tightest.
+        tables = recording.tolerances
+        old = tables.setdefault(question, dict(tolerance or {}))
+        for name, (rtol, atol) in (tolerance or {}).items():
+            was = old.get(name, (rtol, atol))
+            old[name] = (min(was[0], rtol), min(was[1], atol))
+        exp = _reference_outcome(assignment, fn_name, args, kwargs, seed, want_grad, part)
+        entry = {
             "function": fn_name,
-            "inputs": encode((tuple(args), dict(kwargs)), None),
+            "inputs": encode(_plain_inputs(args, kwargs), None),
             "upstream": encode(exp["upstream"], None),
             "output": encode(exp["output"], None),
             "grads": None if exp["grads"] is None else
             {k: encode(v, None) for k, v in exp["grads"].items()},
         }
+        if exp.get("unconnected"):
+            entry["unconnected"] = list(exp["unconnected"])
+        if part:
+            entry["part"] = steps_to_data(part)
+        recording.store.setdefault(question, {})[key] = entry
         return exp
     path = _snapshot_path(assignment, question)
-    digest = call_digest(fn_name, seed, want_grad, args, kwargs)
+    digest = call_digest(digest_name(fn_name, part), seed, want_grad, args, kwargs)
     with _cache_lock:
         hit = _decoded_snapshots.get((str(path), key))
     if hit is not None and hit[0] == digest:
@@ -162,8 +180,9 @@ def _snapshot_outcome(assignment: Assignment, question: str, key: str, fn_name: 
     data = _load_snapshot(path).get(key)
     if data is None:
         raise GraderError(f"snapshot {question}/{key} is missing: run `autograder snapshot`")
-    if data["function"] != fn_name or not _same_inputs(
-            decode(data["inputs"], None), (tuple(args), dict(kwargs))):
+    if data["function"] != fn_name or data.get("part", []) != steps_to_data(part) or \
+            not _same_inputs(
+            decode(data["inputs"], None), _plain_inputs(args, kwargs)):
         raise GraderError(f"snapshot {question}/{key} is stale: run `autograder snapshot`")
     grads = data.get("grads")
     outcome = {
@@ -172,6 +191,8 @@ def _snapshot_outcome(assignment: Assignment, question: str, key: str, fn_name: 
         "grads": None if grads is None else {k: decode(v, None) for k, v in grads.items()},
         "grad_error": None, "mutated": [], "forbidden": [], "called": [], "error": None,
     }
+    if data.get("unconnected"):
+        outcome["unconnected"] = [str(k) for k in data["unconnected"]]
     with _cache_lock:
         _decoded_snapshots[(str(path), key)] = (digest, outcome)
     return outcome

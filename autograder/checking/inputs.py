@@ -1,4 +1,4 @@
-"""Case inputs, for question files (through `autograder.checking.question`): literal and seeded tensors and
+"""Case inputs, for question files (through `autograder.cases`): literal and seeded tensors and
 arrays, masks and weight dicts, all made in the grader's process so that student code cannot
 influence them; and the seeded upstream gradient a check sends back through the output.
 
@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from ..sandbox.execute import iter_arrays
+from ..sandbox.wire import Record
 
 
 def _dtype(name: str | torch.dtype) -> torch.dtype:
@@ -119,12 +120,40 @@ def upstream_for(output: Any, seed: int) -> Any:
             if not value.is_floating_point():
                 return None
             return torch.randn(value.shape, generator=g, dtype=torch.float64).to(value.dtype)
+        if isinstance(value, Record):
+            return Record(value.kind, value.type_name,
+                          {k: make(v) for k, v in value.fields.items()})
         if isinstance(value, tuple):
             return tuple(make(v) for v in value)
         if isinstance(value, list):
             return [make(v) for v in value]
+        if isinstance(value, dict):
+            return {k: make(v) for k, v in value.items()}
         return None
 
     result = make(output)
     # No floating-point tensor anywhere (NumPy outputs, say): no gradient to ask for.
+    return None if not list(iter_arrays(result)) else result
+
+
+def upstream_for_part(output: Any, part: tuple, seed: int) -> Any:
+    """`upstream_for` the place `part` of `output` only, placed where it lies in `output` (None
+    everywhere else): the gradient check of a case that compares one part of the output."""
+    if not part:
+        return upstream_for(output, seed)
+
+    def placed(value: Any, rest: tuple) -> Any:
+        if not rest:
+            return upstream_for(value, seed)
+        step, more = rest[0], rest[1:]
+        if isinstance(value, Record):
+            return Record(value.kind, value.type_name,
+                          {k: placed(v, more) if k == step else None
+                           for k, v in value.fields.items()})
+        if isinstance(value, (tuple, list)):
+            return type(value)(placed(v, more) if i == step else None
+                               for i, v in enumerate(value))
+        return {k: placed(v, more) if k == step else None for k, v in value.items()}
+
+    result = placed(output, part)
     return None if not list(iter_arrays(result)) else result

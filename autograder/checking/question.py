@@ -1,23 +1,25 @@
-"""What question files use: inputs, expected values, and `Question.check`.
+"""`Question`, what question files make, and how it judges an outcome.
 
 A question file is an otter exception-based test file. Each `@test_case` receives the student's
 functions (otter looks them up by parameter name) and calls `Question.check`. Those functions are
 either real functions (otter's in-process tools, `autograder check`) or `RemoteFunction` stand-ins
 that forward each call to a sandboxed worker (`autograder grade`); `check` works the same way with
-both and raises `CheckFailed` with student-readable problems when the case fails.
+both and raises `CheckFailed` with student-readable problems when the case fails. How it runs
+(grade, the student's check, otter's notebook, snapshot recording) is its context, which comes
+with the student's names (`context.py`).
 
 Expected values come from the live hidden reference (hidden cases) or from a snapshot recorded
 from it by `autograder snapshot` (public cases, so that students need no reference code).
 
 Inputs may be torch tensors (`tensor`, `randn`...) or NumPy arrays (`array`, or `to_numpy` of
 the same): an assignment whose functions take NumPy arrays expects NumPy arrays back, and has no
-gradients to compare. Besides functions, a case may judge a plain value the student wrote, a
-knowledge-check answer (`Question.check_answer`); public answers are stored as digests, so the
-shipped snapshots do not print them.
+gradients to compare. Outputs may be of any structure (`outputs.py`). Besides functions, a case
+may judge a plain value the student wrote, a knowledge-check answer (`Question.check_answer`);
+public answers are stored as digests, so the shipped snapshots do not print them.
 
-This module holds `Question` and how it judges an outcome; question files import it, with the
-helpers of `inputs` (case inputs), `expected` (the reference's and snapshots' outcomes) and
-`answers` (knowledge-check answers), from their public face, `autograder.cases`.
+Question files import `Question`, with the helpers of `inputs` (case inputs), `expected` (the
+reference's and snapshots' outcomes) and `answers` (knowledge-check answers), from their public
+face, `autograder.cases`.
 """
 from __future__ import annotations
 
@@ -25,26 +27,31 @@ import json
 import os
 import re
 import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import torch
 
-from ..model.status import CaseStatus
-from . import checks
-from .. import diagnose
-from .answers import (MissingAnswer, _canonical, _form_of_canonical, _show,
-                      answer_digest, answer_form)
-from ..model.assignment import Assignment, AssignmentError, assignment_for_test_file
-from .checks import CheckFailed, Labels, Problem
 from ..memo.answer_digest import wrong_output_digest
-from .expected import (GraderError, _ctx, _load_snapshot, _reference_outcome, _snapshot_outcome,
-                       _snapshot_path, snapshot)
-from ..sandbox.execute import iter_arrays, run_call
+from ..model.assignment import Assignment, AssignmentError, assignment_for_test_file
+from ..model.status import CaseStatus
+from ..sandbox.execute import Chained, iter_arrays, path_key, run_call, with_chained_functions
 from ..sandbox.protocol import roundtrip_outcome
 from ..sandbox.wire import Opaque
-
+from . import checks
+from .answers import (MissingAnswer, _canonical, _form_of_canonical, _show, answer_digest,
+                      answer_form)
+from .checks import CheckFailed, Labels
+from .context import CheckContext, Mode, unbind
+from .expected import (GraderError, _load_snapshot, _reference_outcome, _snapshot_outcome,
+                       _snapshot_path, snapshot)
+from .outputs import Uncomparable, leaf_problems, leaves, select_part, structure_problem
+from .paths import (OutputNames, case_tolerance, parse_path, resolve_path, split_tolerance,
+                    tolerance_at)
+from .problems import Advice, Problem
+from .record import CheckRecord
 
 
 # ------------------------------------------------------------------ the question
@@ -62,6 +69,11 @@ def questions_in(test_file: str | Path) -> list["Question"]:
 
 class Question:
     """One question of an assignment: its forbidden library calls, tolerances, and `check`."""
+
+    # Names the likely mistake of a check that fails in otter's run, where no runner does it
+    # afterwards: (record, the student's function) -> the "likely mistake" line, or None. The
+    # question files' face (`autograder.cases`) gives its `Question` the notebook's.
+    notebook_namer: Callable[[CheckRecord, Any], str | None] | None = None
 
     def __init__(self, name: str, *, forbidden: Sequence[str] = (),
                  tolerance: dict | None = None, input_precision: str | None = None,
@@ -93,25 +105,27 @@ class Question:
         sig = self.assignment.api.get(fn_name)
         return Labels(fn_name, sig.params if sig else [])
 
+    def _output_names(self, fn_name: str) -> OutputNames:
+        return OutputNames(fn_name, self.assignment.config.get("outputs", {}).get(fn_name))
+
     # -- calling the student's function, wherever it lives
     def _student_outcome(self, fn_name: str, student: Any, args, kwargs, upstream,
                          want_grad: bool) -> dict:
         if student is None:
-            raise CheckFailed([Problem(
-                "missing", f"`{fn_name}` is not defined in your file: define it with the "
-                           f"signature {self._signature(fn_name)}")], status=CaseStatus.ERROR)
+            raise CheckFailed([Problem.of("missing", case="undefined", function=fn_name,
+                                          signature=self._signature(fn_name))],
+                              status=CaseStatus.ERROR)
         remote = getattr(student, "__remote_outcome__", None)
         if remote is not None:
             return remote(args, kwargs, upstream=upstream, want_grad=want_grad,
                           forbidden=self.forbidden, question=self.name)
         if not callable(student):
             kind = getattr(student, "type_name", type(student).__name__)
-            raise CheckFailed([Problem(
-                "missing", f"`{fn_name}` in your file is a {kind}, not a function")],
-                status=CaseStatus.ERROR)
+            raise CheckFailed([Problem.of("missing", case="not_a_function", function=fn_name,
+                                          type=kind)], status=CaseStatus.ERROR)
         outcome = run_call(student, args, kwargs, upstream=upstream, want_grad=want_grad,
                            forbidden=self.forbidden, api=list(self.assignment.api))
-        return roundtrip_outcome(outcome)
+        return roundtrip_outcome(outcome, fn_name)
 
     def _signature(self, fn_name: str) -> str:
         sig = self.assignment.api.get(fn_name)
@@ -119,67 +133,132 @@ class Question:
 
     def call(self, fn_name: str, student: Any, *args, **kwargs) -> Any:
         """Call the student's function (no gradients) and return its output or raise CheckFailed."""
+        student, _ = unbind(student)
         outcome = self._student_outcome(fn_name, student, args, kwargs, None, False)
-        self._raise_for_status(fn_name, outcome, _has_numpy((args, kwargs)))
+        failure = self._status_problem(fn_name, outcome, _has_numpy((args, kwargs)))
+        if failure is not None:
+            raise CheckFailed([failure[0]], status=failure[1])
         return outcome["output"]
+
+    def output_of(self, fn_name: str, student: Any, *args, part: Any = (), **kwargs) -> Chained:
+        """An input made by the student's own function: `student(*args, **kwargs)`, then the
+        place `part` of its output (an item's position, an `[outputs]` name, a key, or a path
+        as feedback writes it: `"cache"`, `'[1]["k"]'`), made where the student's code runs and
+        passed on from there, e.g. a backward pass fed the student's own forward cache:
+
+            q.check("norm_backward", norm_backward, dy,
+                    q.output_of("norm_forward", norm_forward, x, part="cache"))
+
+        The expected outcome is the reference's backward fed the reference's forward."""
+        student, _ = unbind(student)
+        steps = parse_path(part, self._output_names(fn_name)) if part != () else ()
+        if steps is None:
+            raise GraderError(f"output_of: {part!r} is not a place in the output of {fn_name}")
+        return Chained(fn_name, student, args, kwargs, steps)
 
     def check(self, fn_name: str, student: Any, *args, expected: snapshot | None = None,
               props: Sequence[checks.Property] = (), grad: bool = True, seed: int = 0,
-              large_inputs: bool = False, **kwargs) -> None:
+              large_inputs: bool = False, tolerance: dict | None = None, part: Any = (),
+              **kwargs) -> None:
         """Compare `student(*args, **kwargs)` with the reference on the same inputs.
 
-        Checks the structure, shape, dtype and values of the output, `props`, the gradient of a
-        seeded random upstream gradient with respect to every floating-point input (when
-        `grad`), that no input was changed in place, and that no forbidden call was made.
+        Checks the structure of the output (tuples, lists, dicts, namedtuples, dataclasses),
+        then every leaf: arrays' shape, dtype and values, numbers, strings; `props`; the
+        gradient of a seeded random upstream gradient with respect to every floating-point
+        input (when `grad`), through every differentiable tensor of the output; that no input
+        was changed (in place, or a dict or list changed); and that no forbidden call was made.
+        `tolerance` adds this case's own (rtol, atol) per dtype, and per place in the output
+        (`{"dlogits": {"float32": (1e-4, 1e-6)}}`), to the question's. `part` compares one
+        place of the output only (e.g. `part=0`, `part="y"`), where the rest is of the
+        student's own design (a forward pass's cache).
         """
-        labels = self._labels(fn_name)
-        slack = checks.input_precision_slack(self.input_precision,
-                                             [a for _, a in iter_arrays((args, kwargs))])
-        tolerance = checks.widen(self.tolerance, self.input_precision, slack)
-        if expected is not None:
-            exp = _snapshot_outcome(self.assignment, self.name, expected.key, fn_name, args,
-                                    kwargs, seed, grad, tolerance=self.tolerance)
-        else:
-            exp = _reference_outcome(self.assignment, fn_name, args, kwargs, seed, grad)
-        if student is None and _ctx()["record"] is not None:
+        student, context = unbind(student)
+        names = self._output_names(fn_name)
+        exp = self._expected(fn_name, args, kwargs, expected, seed, grad, tolerance, part, names,
+                             context)
+        if student is None and context.mode is Mode.RECORD:
             return
+        # The inputs as a record keeps them: a chained input without the student's function
+        # (naming never calls the student's code).
+        kept_args, kept_kwargs = with_chained_functions(tuple(args), dict(kwargs),
+                                                        lambda name: None)
+
+        def record_of(got: dict) -> CheckRecord:
+            return CheckRecord(self.assignment, self.name, fn_name, kept_args,
+                                        kept_kwargs, exp.outcome, got, seed, grad, large_inputs,
+                                        exp.tolerance, part=exp.part)
+
         try:
-            got = self._student_outcome(fn_name, student, args, kwargs, exp["upstream"], grad)
+            got = self._student_outcome(fn_name, student, args, kwargs,
+                                        exp.outcome["upstream"], grad)
         except checks.CallStopped as e:
             if e.routines:      # the refusal's evidence, as a check in this process lists it
-                e.record = diagnose.CheckRecord(
-                    self.assignment, self.name, fn_name, args, kwargs, exp,
+                e.with_record(record_of(
                     {"status": "error", "output": None, "grads": None, "grad_error": None,
                      "mutated": [], "forbidden": list(e.routines), "called": [],
-                     "error": {"type": "forbidden", "message": str(e)}},
-                    seed, grad, large_inputs, tolerance)
+                     "error": {"type": "forbidden", "message": str(e)}}))
             raise
         # Kept for naming a known mistake later (autograder.diagnose), in this trusted process.
-        record = diagnose.CheckRecord(self.assignment, self.name, fn_name, args, kwargs, exp, got,
-                                      seed, grad, large_inputs, tolerance)
+        record = record_of(got)
         numpy_inputs = _has_numpy((args, kwargs))
-        try:
-            self._raise_for_status(fn_name, got, numpy_inputs)
-            problems = self._compare(exp, got, labels, props, (args, kwargs), large_inputs,
-                                     numpy_inputs, tolerance, slack)
-            if problems:
-                raise CheckFailed(problems)
-        except CheckFailed as e:
-            e.called = got["called"]  # lets the report blame a failing helper question
-            e.record = record
-            # The wrong output's digest, for the similarity report's second signal only.
-            e.output_digest = wrong_output_digest(got, e.problems)
-            if not diagnose.collecting() and _ctx()["record"] is None:
-                # Outside a grading run: otter's grader.check (a notebook) or otter's grading.
-                # Name the likely mistake as `autograder check` does, and have otter show the
-                # message without the question file's source line above it.
-                from ..platforms.notebook.hints import hint, plain_messages
-                plain_messages()
-                line = hint(record, student)
-                if line:
-                    e.args = (f"{e.args[0] if e.args else ''}\n{line}",)
-            raise
-        diagnose.note_check(record, passed=True)
+        failure = self._status_problem(fn_name, got, numpy_inputs)
+        if failure is None:
+            problems = self._compare(exp, got, self._labels(fn_name), names, props,
+                                     (args, kwargs), large_inputs, numpy_inputs)
+            failure = (problems[0], CaseStatus.FAILED) if problems else None
+        if failure is None:
+            context.note(record, passed=True)
+            return
+        problem, status = failure
+        error = CheckFailed([problem], status=status, called=got["called"], record=record,
+                            output_digest=wrong_output_digest(got, [problem]))
+        if context.mode is Mode.NOTEBOOK and self.notebook_namer is not None:
+            # Otter's run: no runner names mistakes after the last call, so this check does.
+            line = self.notebook_namer(record, student)
+            if line:
+                error.args = (f"{error.args[0] if error.args else ''}\n{line}",)
+        raise error
+
+    def _expected(self, fn_name: str, args, kwargs, expected: snapshot | None, seed: int,
+                  grad: bool, tolerance: dict | None, part: Any, names: OutputNames,
+                  context: CheckContext) -> "_Expected":
+        """The reference's outcome of a case (from its snapshot for a public case), the place
+        of the output it compares, and the tolerances it compares with."""
+        steps = parse_path(part, names) if part != () else ()
+        if steps is None:
+            raise GraderError(f"check: {part!r} is not a place in the output of {fn_name}")
+        if expected is not None:
+            outcome = _snapshot_outcome(self.assignment, self.name, expected.key, fn_name, args,
+                                        kwargs, seed, grad, context=context,
+                                        tolerance=self._recorded_tolerance(tolerance),
+                                        part=steps)
+        else:
+            outcome = _reference_outcome(self.assignment, fn_name, args, kwargs, seed, grad,
+                                         steps)
+        where = resolve_path(outcome["output"], steps)
+        if where is None:
+            raise GraderError(f"check: the output of {fn_name} has no part {part!r}")
+        table, unknown = case_tolerance(self.tolerance, tolerance, outcome["output"], names)
+        if unknown:
+            raise GraderError(f"the tolerance of question {self.name} names "
+                              f"{', '.join(repr(u) for u in unknown)}, which the output of "
+                              f"{fn_name} does not have")
+        slack = checks.input_precision_slack(self.input_precision,
+                                             [a for _, a in iter_arrays((args, kwargs))])
+        return _Expected(outcome, where, table, checks.widen(table, self.input_precision, slack),
+                         slack)
+
+    def _recorded_tolerance(self, case: dict | None) -> dict:
+        """The per-dtype table a snapshot of this case is rounded within: the question's and
+        the case's, tightened where a table of one place in the output is tighter."""
+        q_dtypes, q_places = split_tolerance(self.tolerance)
+        c_dtypes, c_places = split_tolerance(case)
+        table = {**q_dtypes, **c_dtypes}
+        for sub in list(q_places.values()) + list(c_places.values()):
+            for name, (rtol, atol) in (sub if isinstance(sub, dict) else {}).items():
+                base = checks.tolerance_for(name, table)
+                table[name] = (min(base[0], rtol), min(base[1], atol))
+        return table
 
     def check_roundtrip(self, split_name: str, split: Any, merge_name: str, merge: Any,
                         x: torch.Tensor | np.ndarray, *args) -> None:
@@ -188,19 +267,19 @@ class Question:
         noun = "a NumPy array" if kind is np.ndarray else "a tensor"
         parts = self.call(split_name, split, x, *args)
         if not isinstance(parts, kind):
-            raise CheckFailed([Problem("type", f"{split_name} should return {noun}, got "
-                                               f"{checks.describe_type(parts)}")])
+            raise CheckFailed([Problem.of("type", form="roundtrip", what=split_name,
+                                          verb="return", expected=noun,
+                                          got=checks.describe_type(parts))])
         back = self.call(merge_name, merge, parts)
         what = f"{merge_name}({split_name}(x))"
         if not isinstance(back, kind):
-            raise CheckFailed([Problem("type", f"{what} should be {noun}, got "
-                                               f"{checks.describe_type(back)}")])
+            raise CheckFailed([Problem.of("type", form="roundtrip", what=what, verb="be",
+                                          expected=noun, got=checks.describe_type(back))])
         problems = checks.compare_tensor(x, back, what, tolerance={"float32": (0, 0),
                                                                      "float64": (0, 0)})
         if problems:
-            p = problems[0]
-            raise CheckFailed([Problem(p.kind, p.public + f"; {what} must give back x exactly",
-                                       (p.hidden or p.public) + f"; {what} must give back x")])
+            raise CheckFailed([problems[0].with_advice(Advice(
+                "roundtrip", f"; {what} must give back x exactly", f"; {what} must give back x"))])
 
     # -- knowledge checks
     def check_answer(self, name: str, value: Any, *, expected: snapshot | None = None,
@@ -213,8 +292,9 @@ class Question:
         wrong answer gets `hint`, or the message `wrong` gives for that very answer (for common
         wrong answers); neither may contain the right answer.
         """
-        store = _ctx()["record"]
-        if expected is None or store is not None:
+        value, context = unbind(value)
+        recording = context.recording
+        if expected is None or recording is not None:
             try:
                 right = getattr(self.assignment.load_reference(), name)
             except (AssignmentError, AttributeError) as e:
@@ -224,8 +304,8 @@ class Question:
             except TypeError as e:
                 raise GraderError(f"the reference's answer {name} cannot be checked "
                                   f"({e})") from e
-            if store is not None and expected is not None:
-                store.setdefault(self.name, {})[expected.key] = {
+            if recording is not None and expected is not None:
+                recording.store.setdefault(self.name, {})[expected.key] = {
                     "answer": name, "digest": digest, "form": form}
                 if value is None:
                     return
@@ -239,33 +319,33 @@ class Question:
                                   "`autograder snapshot`")
             digest, form = data["digest"], data["form"]
         if isinstance(value, MissingAnswer):
-            raise CheckFailed([Problem(
-                "missing", f"`{name}` is not defined in your file: keep the line "
-                           f"`{name} = ...` from the template and put your answer there")],
-                status=CaseStatus.ERROR)
+            raise CheckFailed([Problem.of("missing", case="answer", name=name)],
+                              status=CaseStatus.ERROR)
         if value is None:
-            raise CheckFailed([Problem(
-                "not_attempted", f"`{name}` is still None: replace None with your answer "
-                                 f"({form})")], status=CaseStatus.NOT_ATTEMPTED)
+            raise CheckFailed([Problem.of("not_attempted", case="answer", name=name, form=form)],
+                              status=CaseStatus.NOT_ATTEMPTED)
         try:
             mine = _canonical(value)
         except TypeError as e:
             what = getattr(value, "type_name", None) if isinstance(value, Opaque) else None
             shown = f"a {what}" if what else str(e) if str(e).startswith("a number") else \
                 checks.describe_type(value)
-            raise CheckFailed([Problem(
-                "type", f"`{name}` should be {form}, but it is {shown}")]) from None
+            raise CheckFailed([Problem.of("type", form="answer", name=name, expected=form,
+                                          got=shown)]) from None
         if _form_of_canonical(mine) != form:
-            raise CheckFailed([Problem(
-                "type", f"`{name}` should be {form}, but it is {_show(value)}")])
+            raise CheckFailed([Problem.of("type", form="answer", name=name, expected=form,
+                                          got=_show(value))])
         if answer_digest(name, value) == digest:
             return
         known = {json.dumps(_canonical(k)): v for k, v in (wrong or {}).items()}
         why = known.get(json.dumps(mine), hint)
-        raise CheckFailed([Problem("answer", f"`{name}` = {_show(value)} is not right: {why}")])
+        raise CheckFailed([Problem.of("answer", name=name, shown=_show(value), why=why)])
 
     # -- judging
-    def _raise_for_status(self, fn_name: str, got: dict, numpy_inputs: bool = False) -> None:
+    def _status_problem(self, fn_name: str, got: dict, numpy_inputs: bool = False
+                        ) -> tuple[Problem, CaseStatus] | None:
+        """What the call's status says is wrong (a forbidden call, an error, a stub...), with
+        the case's status; None when the call returned."""
         status, err = got["status"], got.get("error") or {}
         # Forbidden calls the worker saw at run time: hard evidence. (The source scan's
         # sightings only flag the row for review: `integrity`.)
@@ -273,72 +353,77 @@ class Question:
             # A named function says more than the autograd node it left behind.
             hits = [n for n in got["forbidden"] if not n.startswith("autograd.")] or \
                 got["forbidden"]
-            names = ", ".join(
-                f"a library routine (`{n[len('autograd.'):]}` in the autograd graph of your "
-                "result)" if n.startswith("autograd.") else f"`{n}`" for n in hits)
-            noun = "array" if numpy_inputs else "tensor"
-            raise CheckFailed([Problem(
-                "forbidden", f"{fn_name} called {names}, which this question asks you to "
-                             f"write yourself; implement it with basic {noun} operations")],
-                status=CaseStatus.FORBIDDEN)
+            return (Problem.of("forbidden", function=fn_name, routines=hits,
+                               noun="array" if numpy_inputs else "tensor"),
+                    CaseStatus.FORBIDDEN)
         if status == "ok":
-            return
+            return None
         where = _where(err)
+        chained = (got.get("chained") or {}).get("function") or ""
+        if chained and (got.get("chained") or {}).get("missing"):
+            return (Problem.of("type", form="chained", function=fn_name, culprit=chained,
+                               item=got["chained"]["missing"]), CaseStatus.ERROR)
         if status == "not_implemented":
-            culprit = err.get("function")
+            culprit = chained or err.get("function")
             if culprit and culprit != fn_name and culprit in self.assignment.api:
-                raise CheckFailed([Problem(
-                    "dependency", f"{fn_name} calls your `{culprit}`, which is not implemented "
-                                  f"yet{where}")], status=CaseStatus.ERROR)
-            raise CheckFailed([Problem("not_attempted", f"`{fn_name}` is not implemented yet "
-                                                        "(it raises NotImplementedError)")],
-                              status=CaseStatus.NOT_ATTEMPTED)
+                # A chained input's function still a stub: nothing of `fn_name` ran yet.
+                return (Problem.of("dependency", function=fn_name, culprit=culprit, where=where,
+                                   chained=bool(chained)),
+                        CaseStatus.NOT_ATTEMPTED if chained else CaseStatus.ERROR)
+            return (Problem.of("not_attempted", case="stub", function=fn_name),
+                    CaseStatus.NOT_ATTEMPTED)
         if status == "memory":
-            raise CheckFailed([Problem("memory", f"{fn_name} ran out of memory{where}: "
-                                                 f"{err.get('message')}")], status=CaseStatus.MEMORY)
+            return (Problem.of("memory", function=fn_name, where=where,
+                               message=err.get("message")), CaseStatus.MEMORY)
         message = str(err.get("message"))
-        hint = ""
+        advice = None
         if any(m in message for m in _SHAPE_ERRORS):
-            hint = SHAPE_ADVICE
+            text = SHAPE_ADVICE
             code = str(err.get("code") or "")
             if _REVERSE_ALL.search(code):
                 swap = "`np.swapaxes(k, -2, -1)`" if numpy_inputs else "`.transpose(-2, -1)`"
-                hint += (f" (`.T` reverses every dimension, which breaks extra leading "
+                text += (f" (`.T` reverses every dimension, which breaks extra leading "
                          f"dimensions; {swap} swaps the last two)")
             if self.shape_hint:
-                hint += f"; {self.shape_hint}"
+                text += f"; {self.shape_hint}"
+            advice = Advice("shape", text)
         if "values to unpack" in message and _UNPACKS_SHAPE.search(str(err.get("code") or "")):
-            hint = ("; a shape assumption: this line unpacks a fixed number of dimensions, but "
-                    "inputs may have extra leading dimensions (or none): `*lead, T, d = x.shape` "
-                    "takes any number")
+            advice = Advice("unpack", "; a shape assumption: this line unpacks a fixed number "
+                                      "of dimensions, but inputs may have extra leading "
+                                      "dimensions (or none): `*lead, T, d = x.shape` takes any "
+                                      "number")
         if "in-place operation" in message:
-            hint = ("; your code changes a tensor in place (`x -= ...`, `x[...] = ...`, "
-                    "`.add_()`), which breaks autograd: compute a new tensor instead")
+            advice = Advice("in_place", "; your code changes a tensor in place (`x -= ...`, "
+                                        "`x[...] = ...`, `.add_()`), which breaks autograd: "
+                                        "compute a new tensor instead")
         first, _, rest = tidy_error(message).partition("\n")
-        raise CheckFailed([Problem("error", f"{fn_name} raised {err.get('type')}: "
-                                            f"{first}{where}{hint}" + (f"\n{rest}" if rest else ""))],
-                          status=CaseStatus.ERROR)
+        return (Problem.of("error", function=fn_name, type=err.get("type"), first=first,
+                           where=where, rest=rest, chained=chained, advice=advice),
+                CaseStatus.ERROR)
 
-    def _compare(self, exp: dict, got: dict, labels: Labels, props, inputs,
-                 large_inputs: bool, numpy_inputs: bool, tolerance: dict,
-                 slack: dict[str, float]) -> list[Problem]:
-        what = f"the output of {labels.function}"
-        expected, output = exp["output"], got["output"]
-        problems = checks.compare_structure(expected, output, what)
-        if problems:
-            return problems
+    def _compare(self, exp: "_Expected", got: dict, labels: Labels, names: OutputNames, props,
+                 inputs, large_inputs: bool, numpy_inputs: bool) -> list[Problem]:
+        """What is wrong with the outcome of a call that returned: its structure, changed
+        inputs, every value, the properties, then the gradients."""
+        output = got["output"]
+        # The part of the output the case compares (all of it, but for a forward pass's cache).
+        expected, mine, problem = select_part(exp.outcome["output"], output, exp.part, names)
+        try:
+            problem = problem or structure_problem(expected, mine, exp.part, names)
+        except Uncomparable as e:
+            raise GraderError(str(e)) from None
+        if problem is not None:
+            return [problem]
         problems = checks.compare_mutation(got["mutated"], labels,
-                                           "arrays" if numpy_inputs else "tensors")
+                                           "arrays" if numpy_inputs else "tensors",
+                                           got.get("changes"), inputs)
         if problems:
             return problems
-        for path, e in iter_arrays(expected):
-            g = output
-            for p in path:
-                g = g[p]
-            name = what if not path else _item_name(self.assignment, labels.function, path)
-            problems += checks.compare_tensor(e, g, name, tolerance=tolerance,
-                                              large_inputs=large_inputs,
-                                              input_dtypes=_float_dtypes(inputs))
+        dtypes = _float_dtypes(inputs)
+        for path, e, g in leaves(expected, mine, exp.part):
+            problems = leaf_problems(e, g, names(path),
+                                     tolerance=tolerance_at(exp.tolerance, path),
+                                     large_inputs=large_inputs, input_dtypes=dtypes)
             if problems:
                 break
         prop_problems = []
@@ -347,19 +432,58 @@ class Question:
         if problems:
             if problems[0].kind == "values" and prop_problems:
                 p, extra = problems[0], prop_problems[0]
-                problems[0] = Problem(p.kind, f"{p.public}; {extra.public}",
-                                      f"{p.hidden}; {extra.public}")
+                problems[0] = Problem(p.kind, facts={**p.facts, "also": extra.public},
+                                      advice=p.advice)
             return problems[:1]
         if prop_problems:
             return prop_problems[:1]
-        if exp.get("grads") is not None:
-            scale = max((checks.largest_magnitude(e) for _, e in iter_arrays(expected)),
-                        default=0.0) * max((checks.largest_magnitude(u) for _, u in
-                                            iter_arrays(exp.get("upstream"))), default=0.0)
-            return checks.compare_gradients(
-                exp["grads"], got["grads"], got["grad_error"], labels,
-                checks.widen(self.tolerance, self.input_precision, slack, atol_scale=scale))
+        if exp.outcome.get("grads") is not None:
+            return self._gradient_problems(exp, got, expected, labels, names)
         return []
+
+    def _gradient_problems(self, exp: "_Expected", got: dict, expected: Any, labels: Labels,
+                           names: OutputNames) -> list[Problem]:
+        upstream = exp.outcome.get("upstream")
+        scale = max((checks.largest_magnitude(e) for _, e in iter_arrays(expected)),
+                    default=0.0) * max((checks.largest_magnitude(u) for _, u in
+                                        iter_arrays(upstream)), default=0.0)
+        problems = checks.compare_gradients(
+            exp.outcome["grads"], got["grads"], got["grad_error"], labels,
+            checks.widen(checks.without_places(exp.table), self.input_precision, exp.slack,
+                         atol_scale=scale))
+        if problems and problems[0].facts.get("case") == "values":
+            # Wrong gradients where a tensor of the output has no autograd graph: that tensor
+            # is where they were lost.
+            detached = _detached_parts(exp.outcome, got, expected, exp.part, names)
+            if detached is not None:
+                return [detached]
+        return problems
+
+
+@dataclass(frozen=True)
+class _Expected:
+    """What one case compares with: the reference's outcome, the place of the output the case
+    compares (() for all of it), the tolerance table as written (per dtype and per place) and
+    widened by the inputs' precision, and that widening (`slack`, for the gradients)."""
+
+    outcome: dict
+    part: tuple
+    table: dict
+    tolerance: dict
+    slack: dict
+
+
+def _detached_parts(exp: dict, got: dict, expected: Any, part: tuple,
+                    names: OutputNames) -> Problem | None:
+    """A differentiable tensor of the output (the reference's has an autograd graph) that the
+    student's output gives without one: no gradient flows back through it."""
+    cut = set(got.get("unconnected") or []) - set(exp.get("unconnected") or [])
+    if not cut:
+        return None
+    for path, _ in iter_arrays(expected, part):
+        if path_key(path) in cut:
+            return Problem.of("gradient", case="detached_part", what=names(path))
+    return None
 
 
 _SHAPE_ERRORS = ("must match the size", "cannot be multiplied", "size mismatch",
@@ -408,17 +532,8 @@ def _has_numpy(value: Any) -> bool:
     return any(isinstance(a, np.ndarray) for _, a in iter_arrays(value))
 
 
-def _item_name(assignment: Assignment, function: str, path: tuple) -> str:
-    """Name an item of a returned tuple, from the assignment's `[outputs]` table."""
-    names = assignment.config.get("outputs", {}).get(function, [])
-    i = path[0]
-    if isinstance(i, int) and i < len(names):
-        return f"the {names[i]} returned by {function}"
-    return f"item {i} returned by {function}"
-
-
-# Replaced by autograder.grading.runner where another question's result shows the line is not the
-# place to look.
+# Said after a shape error's line (`Advice` "shape"); autograder.runner replaces it where another
+# question's result shows the line is not the place to look.
 SHAPE_ADVICE = "; a shape mismatch: check the shapes on that line"
 
 

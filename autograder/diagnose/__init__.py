@@ -26,7 +26,7 @@ The modules, by audience (everything public is importable from this package too)
   `any_of` / `not_`; and the distances between outcomes that the variant engine uses.
 * `variants`: the engine: `CheckRecord` (one check), running variants with their caches,
   `find_matches`.
-* `session`: for the grader: the per-submission `Session` and `note_check`.
+* `session`: for the grader: the per-submission `Session`, which a check context carries.
 * `patterns`: for authors writing fallback rules: symptoms across a function's cases and at
   the student's failing line (fixed-rank code, an unhandled None, a constant factor, another
   axis).
@@ -44,8 +44,7 @@ from __future__ import annotations
 from ..model.results import diagnoses, mistake_counts
 from .catalogue import (Catalogue, Family, Mistake, catalogue_for, catalogue_path, describe_mistakes,
                         load_catalogue)
-from .session import (KEPT_BYTES, RECORD_FACTOR, RECORD_FLOOR, Session, collecting, note_check,
-                      outcome_bytes)
+from .session import KEPT_BYTES, RECORD_FACTOR, RECORD_FLOOR, Session, outcome_bytes
 from .symptoms import (CLOSER, INF, Evidence, Predicate, all_of, any_of, as_tensor,
                        changed_input, computed_in_float32, distance, raised_precision,
                        equals_expected_transposed, expected_dtype, explains, float32_rounding,
@@ -77,6 +76,6 @@ __all__ = [
     "axis_detail", "factor_detail", "fixed_rank", "fixed_rank_detail", "none_unhandled",
     "normalised_along_other_axis", "off_by_constant_factor",
     # one submission
-    "KEPT_BYTES", "RECORD_FACTOR", "RECORD_FLOOR", "Session", "collecting", "note_check",
+    "KEPT_BYTES", "RECORD_FACTOR", "RECORD_FLOOR", "Session",
     "outcome_bytes",
 ]

@@ -1,14 +1,14 @@
-"""One submission's diagnosis, for the grader: `Question.check` reports every check
-(`note_check`) while a `Session` collects them; once the submission's last call is made,
+"""One submission's diagnosis, for the grader: `Question.check` reports every check to the
+`Session` of its check context (`Session.note`); once the submission's last call is made,
 `Session.apply` names the mistake of each failing case whose evidence is unambiguous."""
 from __future__ import annotations
 
 import sys
-import threading
 from typing import Any
 
 import numpy as np
 
+from ..checking.record import CheckRecord as CheckedCall
 from ..model.assignment import Assignment, AssignmentError
 from ..sandbox.execute import iter_arrays
 from .catalogue import catalogue_for
@@ -20,7 +20,6 @@ from .symptoms import output_matches_reference
 from .table import load_table
 from .variants import CheckRecord, _Runner, find_matches
 
-_state = threading.local()
 _warned: set[str] = set()
 
 
@@ -45,13 +44,20 @@ class Session:
         # with (`constructs`); None: not known, no construct required.
         self.source: str | None = None
 
-    def __enter__(self) -> "Session":
-        self._previous = getattr(_state, "session", None)
-        _state.session = self
-        return self
-
-    def __exit__(self, *exc) -> None:
-        _state.session = self._previous
+    def note(self, record: Any, passed: bool, case: Any = None) -> None:
+        """Keep one check (`Question.check` reports each, a `checking.record.CheckRecord`),
+        within the memory bounds below."""
+        if isinstance(record, CheckedCall):
+            record = CheckRecord.of(record)
+        size = outcome_bytes(record.got)
+        if size > max(RECORD_FACTOR * outcome_bytes(record.expected), RECORD_FLOOR) \
+                or self.kept_bytes + size > KEPT_BYTES:
+            return
+        self.kept_bytes += size
+        if passed:
+            self.passed.setdefault(record.function, []).append(record)
+        elif case is not None:
+            self.failed.append((record, case))
 
     def apply(self, questions: dict | None = None) -> None:
         """Set `diagnosis` and `hint` on each failing case whose mistake is unambiguous; with
@@ -173,12 +179,6 @@ def right_by_chance(runner: _Runner, failed: list) -> None:
             case.hint = f"likely mistake: {m.name}, {BY_CHANCE}. {m.hint}"
 
 
-def collecting() -> bool:
-    """Whether a grading run's Session is collecting this thread's checks (else a question runs
-    on its own, as in otter's `grader.check`)."""
-    return getattr(_state, "session", None) is not None
-
-
 def runner_for(assignment: Assignment, public_only: bool) -> _Runner | None:
     """The variant engine for a submission: on the public cases alone (a student's check), with
     the outcomes the shipped table holds, so that the project's check and the bundle's name the
@@ -213,23 +213,6 @@ def outcome_bytes(outcome: dict) -> int:
     """Bytes of the arrays in an outcome's output and gradients."""
     return sum(a.nbytes if isinstance(a, np.ndarray) else a.numel() * a.element_size()
                for _, a in iter_arrays((outcome.get("output"), outcome.get("grads"))))
-
-
-def note_check(record: CheckRecord, passed: bool, case: Any = None) -> None:
-    """Called for every `Question.check`; kept only while a Session is collecting, and only
-    within the memory bounds above."""
-    session = getattr(_state, "session", None)
-    if session is None:
-        return
-    size = outcome_bytes(record.got)
-    if size > max(RECORD_FACTOR * outcome_bytes(record.expected), RECORD_FLOOR) \
-            or session.kept_bytes + size > KEPT_BYTES:
-        return
-    session.kept_bytes += size
-    if passed:
-        session.passed.setdefault(record.function, []).append(record)
-    elif case is not None:
-        session.failed.append((record, case))
 
 
 def add_order_notes(catalogue, questions: dict) -> None:

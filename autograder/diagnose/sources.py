@@ -21,9 +21,9 @@ import types
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..model.assignment import Assignment, AssignmentError
 from ..checking.expected import quietly
-from ..sandbox.execute import run_call
+from ..model.assignment import Assignment, AssignmentError
+from ..sandbox.execute import run_call, with_chained_functions
 from ..sandbox.protocol import roundtrip_outcome
 from .catalogue import Catalogue, Mistake
 
@@ -152,11 +152,15 @@ class ReferenceVariants:
 
     def compute(self, mistake: Mistake, index: int, record: "CheckRecord", grads: bool
                 ) -> dict | None:
-        fn = getattr(self._module(mistake, index), record.function, None)
+        module = self._module(mistake, index)
+        fn = getattr(module, record.function, None)
         if fn is None:
             return None
+        # An input the student's own function made (a chained call) is made by the variant's.
+        args, kwargs = with_chained_functions(record.args, record.kwargs,
+                                              lambda name: getattr(module, name, None))
         with quietly():   # a variant is the reference's code: its warnings quote it
-            raw = run_call(fn, record.args, record.kwargs,
+            raw = run_call(fn, args, kwargs,
                            upstream=record.expected.get("upstream"), want_grad=grads)
         return roundtrip_outcome(raw)
 

@@ -6,6 +6,7 @@ axis, the expected output transposed, no gradient, an input changed in place...)
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -13,7 +14,10 @@ import numpy as np
 import torch
 
 from ..checking.checks import finite_float64, tolerance_for
-from ..sandbox.execute import iter_arrays, iter_leaves, path_key
+from ..checking.outputs import number_dtype
+from ..checking.paths import tolerance_at
+from ..sandbox.execute import Field, index_into, iter_arrays, iter_leaves, path_key
+from ..sandbox.wire import Record
 
 Predicate = Callable[["Evidence"], bool]
 
@@ -55,8 +59,8 @@ class Evidence:
             g = self.got.get("output")
             try:
                 for p in path:
-                    g = g[p]
-            except (KeyError, IndexError, TypeError):
+                    g = index_into(g, p)
+            except (KeyError, IndexError, TypeError, AttributeError):
                 g = None
             out.append((e, g))
         return out
@@ -126,36 +130,64 @@ def _tensor_distance(a: torch.Tensor, b: torch.Tensor, tolerance: dict | None) -
     return float(ratio.max())
 
 
-def _value_distance(a: Any, b: Any, tolerance: dict | None, limit: float = INF) -> float:
+def _value_distance(a: Any, b: Any, tolerance: dict | None, limit: float = INF,
+                    path: tuple = ()) -> float:
+    """How many tolerances apart `b` is from the trusted `a`, compared as grading compares
+    them (`checking.outputs`): structure exactly, arrays and floats within the tolerance of
+    their dtype at their place in the output, NaN where NaN is; inf when not comparable."""
     if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
         try:
             a, b = torch.from_numpy(a), torch.from_numpy(b)
         except TypeError:
             return INF
     if isinstance(a, torch.Tensor):
-        return _tensor_distance(a, b, tolerance) if isinstance(b, torch.Tensor) else INF
+        return _tensor_distance(a, b, tolerance_at(tolerance, path)) \
+            if isinstance(b, torch.Tensor) else INF
+    if isinstance(a, Record):
+        if not (isinstance(b, Record) and b.kind == a.kind and a.fields.keys() == b.fields.keys()):
+            return INF
+        return _worst(((a.fields[k], b.fields[k], Field(k)) for k in a.fields), tolerance,
+                      limit, path)
     if isinstance(a, (tuple, list)):
         if not (isinstance(b, (tuple, list)) and isinstance(a, tuple) == isinstance(b, tuple)
                 and len(a) == len(b)):
             return INF
-        worst = 0.0
-        for x, y in zip(a, b):
-            worst = max(worst, _value_distance(x, y, tolerance, limit))
-            if worst > limit:
-                break
-        return worst
+        return _worst(((x, y, i) for i, (x, y) in enumerate(zip(a, b))), tolerance, limit, path)
     if isinstance(a, dict):
         if not isinstance(b, dict) or a.keys() != b.keys():
             return INF
-        worst = 0.0
-        for k in a:
-            worst = max(worst, _value_distance(a[k], b[k], tolerance, limit))
-            if worst > limit:
-                break
-        return worst
-    if a is None or isinstance(a, (bool, int, float, str)):
+        return _worst(((a[k], b[k], k) for k in a), tolerance, limit, path)
+    if isinstance(a, (float, np.floating)):
+        return _number_distance(a, b, tolerance_at(tolerance, path))
+    if a is None or isinstance(a, (bool, int, str, np.generic)):
         return 0.0 if type(a) is type(b) and a == b else INF
     return INF
+
+
+def _worst(pairs, tolerance: dict | None, limit: float, path: tuple) -> float:
+    worst = 0.0
+    for x, y, step in pairs:
+        worst = max(worst, _value_distance(x, y, tolerance, limit, path + (step,)))
+        if worst > limit:
+            break
+    return worst
+
+
+def _number_distance(a: Any, b: Any, tolerance: dict | None) -> float:
+    """A float (or NumPy floating scalar) `b` from the trusted `a`, in tolerances of `a`'s
+    dtype (a Python float's is float64); NaN is NaN's equal, a NumPy scalar of another dtype is
+    not comparable."""
+    if not isinstance(b, (float, np.floating)) or isinstance(a, np.generic) and \
+            number_dtype(a) != number_dtype(b):
+        return INF
+    x, y = float(a), float(b)
+    if x == y or math.isnan(x) and math.isnan(y):
+        return 0.0
+    if not (math.isfinite(x) and math.isfinite(y)):
+        return INF
+    rtol, atol = tolerance_for(number_dtype(a), tolerance)
+    scale = atol + rtol * abs(x)
+    return abs(x - y) / scale if scale > 0 else INF
 
 
 def _values_match(a: Any, b: Any, tolerance: dict | None) -> bool:

@@ -5,15 +5,14 @@ cached per grading process, across submissions, since every submission gets the 
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Callable
 
 import numpy as np
 import torch
 
-from ..model.assignment import Assignment
 from ..checking.checks import finite_float64, tolerance_for
-from ..memo.fingerprint import call_digest
+from ..checking.record import CheckRecord as CheckedCall
 from .catalogue import Catalogue, Mistake
 from .constructs import has_construct
 from .sources import OutcomeUnknown, VariantSource
@@ -24,22 +23,18 @@ _lock = threading.Lock()
 
 
 @dataclass
-class CheckRecord:
-    """One `Question.check` call: its inputs, the reference's and the student's outcomes."""
+class CheckRecord(CheckedCall):
+    """One `Question.check` call (`checking.record.CheckRecord`) as diagnosis reads it: with the
+    reference's distance to the student's outcome and the evidence rules look at."""
 
-    assignment: Assignment
-    question: str
-    function: str
-    args: tuple
-    kwargs: dict
-    expected: dict
-    got: dict
-    seed: int
-    want_grad: bool
-    large_inputs: bool
-    tolerance: dict
-    _key: bytes | None = None
     _far: float | None = None
+
+    @classmethod
+    def of(cls, record: CheckedCall) -> "CheckRecord":
+        """The record a check kept, for diagnosis (the same record if it already is one)."""
+        if isinstance(record, cls):
+            return record
+        return cls(**{f.name: getattr(record, f.name) for f in fields(CheckedCall)})
 
     @property
     def far(self) -> float:
@@ -47,13 +42,6 @@ class CheckRecord:
         if self._far is None:
             self._far = distance(self.expected, self.got, self.tolerance)
         return self._far
-
-    @property
-    def key(self) -> bytes:
-        if self._key is None:
-            self._key = call_digest(self.function, self.seed, self.want_grad, self.args,
-                                    self.kwargs)
-        return self._key
 
     def evidence(self) -> Evidence:
         return Evidence(self.question, self.function, self.args, self.kwargs, self.expected,

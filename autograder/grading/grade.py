@@ -12,15 +12,17 @@ from pathlib import Path
 from typing import Any
 
 from . import integrity
-from ..model.assignment import Assignment
 from ..checking.answers import MISSING
-from .integrity import CallLog
-from ..checking.checks import CheckFailed, Problem
-from ..sandbox.execute import describe_error
+from ..checking.checks import CheckFailed
+from ..checking.context import Mode
+from ..checking.problems import Problem
+from ..intake.signatures import signature_note
+from ..model.assignment import Assignment
 from ..model.limits import Limits
 from ..model.results import SubmissionResult
 from ..model.status import CaseStatus, QuestionStatus
-from ..intake.signatures import signature_note
+from ..sandbox.execute import Chained, describe_error
+from .integrity import CallLog
 from .runner import (QuestionStopped, failed_everywhere, grade_functions, internal_error,
                      malformed_reply, question_forbidden, tripwire_names)
 from ..sandbox import Sandbox, SandboxError
@@ -53,12 +55,16 @@ class RemoteFunction:
     def __remote_outcome__(self, args, kwargs, *, upstream, want_grad, forbidden, question):
         if self._log is not None:
             self._log.called(self.__name__)
+            # A function whose output this call is given (`Question.output_of`) runs too.
+            for value in [*args, *kwargs.values()]:
+                if isinstance(value, Chained):
+                    self._log.called(value.name)
         try:
             outcome = self._session.call(self.__name__, args, kwargs, upstream=upstream,
                                          want_grad=want_grad, forbidden=forbidden)
         except WorkerStopped as e:
             message = e.message
-            routines = getattr(e, "routines", None)
+            routines = e.routines
             if routines and self._scan is not None and forbidden:
                 # The run is the evidence; the scan, where it found the route, says where.
                 found = self._scan.forbidden(self.__name__, list(forbidden))
@@ -78,9 +84,8 @@ class RemoteFunction:
                                           forbidden=None, question=None)
         if outcome["status"] != "ok":
             err = outcome.get("error") or {}
-            raise CheckFailed([Problem("error", f"{self.__name__} raised {err.get('type')}: "
-                                                f"{err.get('message')}")],
-                              status=CaseStatus.ERROR)
+            raise CheckFailed([Problem.of("error", function=self.__name__, type=err.get("type"),
+                                          first=err.get("message"))], status=CaseStatus.ERROR)
         return outcome["output"]
 
 
@@ -379,7 +384,8 @@ def _grade_submission(assignment: Assignment, path: Path, sandbox: Sandbox,
                                    schedule=schedule, memo=_INPUT_ENCODINGS)
         try:
             result = grade_functions(assignment, shown, env_for_question,
-                                     include_hidden=include_hidden, questions=questions,
+                                     include_hidden=include_hidden, mode=Mode.GRADE,
+                                     questions=questions,
                                      sandbox=sandbox.description, stand_ins=stand_ins,
                                      source=_code_of(sub, cells))
         finally:
@@ -441,8 +447,8 @@ def check_in_process(assignment: Assignment, path: Path,
             questions=questions)
     env = student_env(assignment, module)
     result = _unchecked_note(grade_functions(assignment, shown, lambda q: env,
-                                             include_hidden=False, questions=questions,
-                                             source=source))
+                                             include_hidden=False, mode=Mode.CHECK,
+                                             questions=questions, source=source))
     return with_written_answers(assignment, result, sub, _module_texts(assignment, module),
                                 questions)
 
@@ -481,7 +487,7 @@ def _check_notebook_in_process(assignment: Assignment, path: Path, sub: Submissi
     module, errors = load_student_cells(cells, path.name, Path(assignment.student_file).stem)
     env = student_env(assignment, module)
     result = grade_functions(assignment, str(path), lambda q: env, include_hidden=False,
-                             questions=questions, source=_code_of(sub, cells))
+                             mode=Mode.CHECK, questions=questions, source=_code_of(sub, cells))
     result.notes += in_cell_order(sub.notes + notes + cell_error_notes(errors, path.name))
     return with_written_answers(assignment, _unchecked_note(result), sub,
                                 _module_texts(assignment, module), questions)

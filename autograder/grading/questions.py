@@ -4,8 +4,8 @@ to the sandboxed worker), a student's own check, and the notebook's `grader.chec
 a likely mistake (`platforms/notebook/hints.py`). Question files are otter exception-based test
 files, loaded with otter's own parser.
 
-It imports nothing that imports the question files' API (`autograder.checking.question`), so that API may
-call back into it.
+It imports nothing that imports the question files' API (`autograder.checking.question`), so
+that API may call back into it.
 """
 from __future__ import annotations
 
@@ -15,13 +15,14 @@ import os
 import sys
 from typing import Any
 
-from .. import diagnose
-from ..model.assignment import Assignment
 from ..checking.checks import CallStopped, CheckFailed
+from ..checking.context import CheckContext, bind
 from ..checking.expected import GraderError
-from ..pictures.weights import picture_of
+from ..model.assignment import Assignment
 from ..model.results import CaseResult, QuestionResult
 from ..model.status import CaseStatus
+from ..pictures.weights import picture_of
+from ..sandbox.errors import RunStopped
 
 
 class QuestionStopped(CallStopped):
@@ -29,10 +30,9 @@ class QuestionStopped(CallStopped):
     routine, or it died)."""
 
     def __init__(self, status: str, message: str, routines: list[str] | None = None):
-        super().__init__(message)
+        super().__init__(message, routines)
         self.status = CaseStatus(status)
         self.message = message
-        self.routines = list(routines or [])
 
 
 def _import_otter_test_files():
@@ -112,8 +112,11 @@ def _picture(record) -> dict | None:
 
 
 def run_question(assignment: Assignment, qid: str, env: dict[str, Any], *,
-                 include_hidden: bool) -> QuestionResult:
+                 include_hidden: bool, context: CheckContext) -> QuestionResult:
+    """Run one question file's cases on the student's names in `env`, each check in
+    `context` (handed to the cases with the names: `checking.context.bind`)."""
     test_file = load_question_file(str(assignment.question(qid).test_file))
+    bound = bind(env, context)
     cases: list[CaseResult] = []
     called: list[str] = []
     stopped: QuestionStopped | None = None
@@ -129,19 +132,17 @@ def run_question(assignment: Assignment, qid: str, env: dict[str, Any], *,
             cases.append(result)
             continue
         try:
-            tc.body.call_func(env)
+            tc.body.call_func(bound)
         except CheckFailed as e:
-            problem = e.problems[0]
-            result.status, result.kind = CaseStatus(e.status), problem.kind
-            result.message = problem.text(tc.hidden)
-            for name in getattr(e, "called", []):
+            result.fail_with(e.problems[0], CaseStatus(e.status))
+            for name in e.called:
                 if name not in called:
                     called.append(name)
             if tc.hidden:   # the similarity report's second signal (never shown)
-                result.output_digest = getattr(e, "output_digest", "")
-            if getattr(e, "record", None) is not None:
-                diagnose.note_check(e.record, passed=False, case=result)
-                # Where the error was raised, for the dependency notes (not serialised).
+                result.output_digest = e.output_digest
+            if e.record is not None:
+                context.note(e.record, passed=False, case=result)
+                # Where the error was raised, for the dependency notes.
                 err = e.record.got.get("error") or {}
                 result.error_function = str(err.get("function") or "")
                 result.refused = _refused(e.record)
@@ -150,7 +151,7 @@ def run_question(assignment: Assignment, qid: str, env: dict[str, Any], *,
         except QuestionStopped as e:
             result.status, result.kind, result.message = e.status, e.status, e.message
             if e.record is not None:    # a refused routine: the library shortcut is named
-                diagnose.note_check(e.record, passed=False, case=result)
+                context.note(e.record, passed=False, case=result)
                 result.refused = _refused(e.record)
             if e.status in (CaseStatus.TIMEOUT, CaseStatus.MEMORY):
                 stopped = e   # the rest of this question would hit the same wall
@@ -158,5 +159,17 @@ def run_question(assignment: Assignment, qid: str, env: dict[str, Any], *,
             # The grader's own failure: kept apart from the student's errors, message kept.
             result.status, result.kind = CaseStatus.INTERNAL_ERROR, "grader"
             result.message = f"the grader could not run this case ({e}); tell your instructor"
+        except RunStopped:
+            raise
+        except AssertionError as e:
+            # A plain `assert` of the question file's own (otter's way of failing a case).
+            result.status, result.kind = CaseStatus.FAILED, "failed"
+            result.message = str(e)[:400] or "a check of this case failed"
+        except Exception as e:  # noqa: BLE001 - the question file's own code failed on a value
+            # A case's own code (not a check) that trips over what the student returned, or a
+            # bug of the question file: this case cannot be judged, the others can.
+            result.status, result.kind = CaseStatus.INTERNAL_ERROR, "grader"
+            result.message = (f"the grader could not run this case ({type(e).__name__}: "
+                              f"{str(e)[:200]}); tell your instructor")
         cases.append(result)
     return QuestionResult(qid, cases, called=called)

@@ -11,9 +11,11 @@ import time
 from typing import Callable
 
 from .. import diagnose
+from ..checking.checks import OVERFLOW_ADVICE  # noqa: F401 - the advice texts, for tests
+from ..checking.context import CheckContext, Mode, Recording
+from ..checking.problems import Advice
+from ..checking.question import SHAPE_ADVICE  # noqa: F401
 from ..model.assignment import Assignment
-from ..checking.question import SHAPE_ADVICE
-from ..checking.checks import OVERFLOW_ADVICE
 # The core loop, re-exported: most callers know these as the runner's.
 from .questions import QuestionStopped, load_question_file, run_question  # noqa: F401
 from ..model.results import CaseResult, QuestionResult, SubmissionResult
@@ -107,7 +109,7 @@ def add_refusal_notes(questions: dict[str, QuestionResult]) -> None:
     where: dict[str, list[str]] = {}
     for q in questions.values():
         for c in q.cases:
-            for routine in getattr(c, "refused", None) or []:
+            for routine in c.refused:
                 if q.id not in where.setdefault(routine, []):
                     where[routine].append(q.id)
     for routine, qids in where.items():
@@ -120,20 +122,21 @@ def add_refusal_notes(questions: dict[str, QuestionResult]) -> None:
                 f"{listed}; that one call costs all {len(qids)}")
 
 
-# Advice that a case's message adds from the error or the values alone (autograder.checking.question,
-# autograder.checking.checks); `_retarget_messages` replaces it where other questions' results show
-# that it points at the wrong place.
-
-
 def _passes(questions: dict[str, QuestionResult], qid: str | None) -> bool:
     return qid is not None and qid in questions and \
         questions[qid].status == QuestionStatus.PASSED
 
 
+def _advice_kind(case: CaseResult) -> str:
+    problem = case.problem
+    return problem.advice.kind if problem is not None and problem.advice is not None else ""
+
+
 def _retarget_messages(assignment: Assignment, q: QuestionResult,
                        questions: dict[str, QuestionResult],
                        blamed: dict[str, list[str]]) -> None:
-    """Say only what the evidence supports:
+    """Say only what the evidence supports, by replacing or dropping a case's advice (the
+    advice a check gives from the error or the values alone, `problems.Advice`):
 
     * a shape error raised at a line of another of the student's functions, one whose own
       question passes, while this question calls a function that fails its question: the line
@@ -149,50 +152,52 @@ def _retarget_messages(assignment: Assignment, q: QuestionResult,
         _passes(questions, assignment.question_of(fn)) for fn in q.called
         if assignment.question_of(fn) not in (None, q.id))
     for c in _failing(q):
-        where = getattr(c, "error_function", "")
-        if blamed and SHAPE_ADVICE in c.message and where and where not in own \
+        where = c.error_function
+        if blamed and _advice_kind(c) == "shape" and where and where not in own \
                 and _passes(questions, assignment.question_of(where)):
             other, fns = next(iter(blamed.items()))
             verb = "fails" if len(fns) == 1 else "fail"
-            # The advice and what follows it on that line (the question's own shape hints)
-            # are about the line; the evidence points at the helper instead.
-            first, newline, rest = c.message.partition("\n")
-            first = first[:first.index(SHAPE_ADVICE)] + (
-                f"; that line is in your `{where}`, which passes its question: this calls "
-                f"your {' and '.join(fns)}, which {verb} question '{other}', so the shapes it "
-                f"got may come from there")
-            c.message = first + newline + rest
-        if OVERFLOW_ADVICE in c.message and c.diagnosis:
+            # The advice (with the question's own shape hints) is about the line; the evidence
+            # points at the helper instead.
+            c.advise(Advice("helper", f"; that line is in your `{where}`, which passes its "
+                                      f"question: this calls your {' and '.join(fns)}, which "
+                                      f"{verb} question '{other}', so the shapes it got may "
+                                      f"come from there"))
+        if _advice_kind(c) == "overflow" and c.diagnosis:
             # The named mistake says what to change; the generic advice may be what the code
             # already does (a softmax that subtracts the whole tensor's maximum).
-            c.message = c.message.replace(OVERFLOW_ADVICE, "")
-        if OVERFLOW_ADVICE in c.message and helpers_pass and \
+            c.advise(None)
+        if _advice_kind(c) == "overflow" and helpers_pass and \
                 any(assignment.question_of(fn) not in (None, q.id) for fn in q.called):
-            c.message = c.message.replace(
-                OVERFLOW_ADVICE, "; the functions this calls pass their own questions, large "
-                                 "inputs included, so an overflow there is not the cause (a "
-                                 "row whose every score is -inf also gives 0/0 = NaN)")
+            c.advise(Advice("overflow_not_helpers",
+                            "; the functions this calls pass their own questions, large "
+                            "inputs included, so an overflow there is not the cause (a row "
+                            "whose every score is -inf also gives 0/0 = NaN)"))
 
 
 def grade_functions(assignment: Assignment, path: str, env_for_question: Callable[[str], dict],
-                    *, include_hidden: bool, questions: list[str] | None = None,
+                    *, include_hidden: bool, mode: Mode, questions: list[str] | None = None,
                     sandbox: str | None = None, error: str | None = None,
-                    stand_ins: Callable | None = None,
+                    recording: Recording | None = None, stand_ins: Callable | None = None,
                     source: str | None = None) -> SubmissionResult:
-    """Run every question; `stand_ins`: how diagnosis may run a student's function again with
-    correct helpers in place of theirs (`diagnose.stand_ins`), or None; `source`: the
-    student's source, which diagnosis reads for the constructs some mistakes are made with."""
+    """Run every question's cases on one submission's names, in `mode` (GRADE: stand-ins for
+    the sandboxed worker; CHECK: the student's own functions; RECORD: the reference, its
+    public outcomes stored in `recording`), then name mistakes and add the notes.
+    `stand_ins`: how diagnosis may run a student's function again with correct helpers in
+    place of theirs (`diagnose.stand_ins`), or None; `source`: the student's source, which
+    diagnosis reads for the constructs some mistakes are made with."""
     start = time.monotonic()
     results = {}
-    with diagnose.Session(assignment) as diagnosis:
-        diagnosis.public_only = not include_hidden
-        diagnosis.stand_ins = stand_ins
-        diagnosis.source = source
-        for q in assignment.questions:
-            if questions and q.id not in questions:
-                continue
-            results[q.id] = run_question(assignment, q.id, env_for_question(q.id),
-                                         include_hidden=include_hidden)
+    diagnosis = diagnose.Session(assignment)
+    diagnosis.public_only = not include_hidden
+    diagnosis.stand_ins = stand_ins
+    diagnosis.source = source
+    context = CheckContext(mode, session=diagnosis, recording=recording)
+    for q in assignment.questions:
+        if questions and q.id not in questions:
+            continue
+        results[q.id] = run_question(assignment, q.id, env_for_question(q.id),
+                                     include_hidden=include_hidden, context=context)
     # After the last call to the student's code: naming known mistakes costs the student no time.
     diagnosis.apply(results)
     add_dependency_notes(assignment, results)

@@ -46,6 +46,14 @@ def _feed(h, value: Any, depth: int = 0) -> None:
         data = _rounded(value) if value.dtype.kind in "fc" and value.dtype.kind != "c" \
             else value
         h.update(np.ascontiguousarray(data).tobytes())
+    elif isinstance(getattr(value, "fields", None), dict) and \
+            isinstance(getattr(value, "type_name", None), str):
+        # A namedtuple or a dataclass as data (`sandbox.wire.Record`): its type and fields.
+        h.update(f"r{value.kind}:{value.type_name}{len(value.fields)}(".encode())
+        for k, v in value.fields.items():
+            h.update(str(k).encode() + b":")
+            _feed(h, v, depth + 1)
+        h.update(b")")
     elif isinstance(value, (tuple, list)):
         h.update(f"{type(value).__name__}{len(value)}(".encode())
         for v in value:

@@ -53,6 +53,11 @@ def _feed(h: Any, value: Any, depth: int = 0) -> None:
             h.update(repr(k).encode() + b":")
             _feed(h, value[k], depth + 1)
         h.update(b"}")
+    elif callable(getattr(type(value), "digest_parts", None)):
+        # An input made where the call runs (`sandbox.execute.Chained`): what makes it.
+        h.update(b"<")
+        _feed(h, value.digest_parts(), depth + 1)
+        h.update(b">")
     else:
         h.update(f"{type(value).__name__}:{value!r};".encode())
 

@@ -3,11 +3,18 @@ the class cache keeps) and their rebuilding from it. The JSON contract, which ad
 feedback text, is in `autograder.feedback.contract`."""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any, Iterable
+import copy
+from dataclasses import dataclass, field, fields, replace
+from typing import TYPE_CHECKING, Any, Iterable
 
 from .status import CaseStatus, QuestionStatus, question_status
 from .written_answer import WrittenAnswer, is_written
+
+if TYPE_CHECKING:
+    from ..checking.problems import Advice, Problem
+
+# Fields of a case's result that its JSON leaves out: what later steps of the same run read.
+_RUN_ONLY = {"run_only": True}
 
 
 @dataclass
@@ -27,6 +34,13 @@ class CaseResult:
     # A hidden case's wrong output, digested (memo/answer_digest.py): for the instructor's
     # similarity report only, never shown.
     output_digest: str = ""
+    # For the steps after the run (`runner`), not in the JSON: the problem the message says
+    # (its advice may be replaced), where the student's error was raised, and the forbidden
+    # routines refused in this case.
+    problem: "Problem | None" = field(default=None, repr=False, compare=False,
+                                      metadata=_RUN_ONLY)
+    error_function: str = field(default="", metadata=_RUN_ONLY)
+    refused: list[str] = field(default_factory=list, metadata=_RUN_ONLY)
 
     @property
     def score(self) -> float:
@@ -35,9 +49,23 @@ class CaseResult:
     def __post_init__(self) -> None:
         self.status = CaseStatus(self.status)   # a known status, whoever built the result
 
+    def fail_with(self, problem: "Problem", status: CaseStatus) -> None:
+        """This case failed on `problem`: its status, kind and message (the hidden case's
+        message where the case is hidden)."""
+        self.status, self.kind, self.problem = CaseStatus(status), problem.kind, problem
+        self.message = problem.text(self.hidden)
+
+    def advise(self, advice: "Advice | None") -> None:
+        """Replace the advice of this case's problem (None drops it), and its message."""
+        if self.problem is not None:
+            self.problem = replace(self.problem, advice=advice)
+            self.message = self.problem.text(self.hidden)
+
 
 def _case_json(c: CaseResult) -> dict:
-    data = {**asdict(c), "score": c.score}
+    data = {f.name: copy.deepcopy(getattr(c, f.name)) for f in fields(c)
+            if not f.metadata.get("run_only")}
+    data["score"] = c.score
     if data.get("picture") is None:
         data.pop("picture", None)     # most cases have none
     return data
@@ -140,9 +168,7 @@ class SubmissionResult:
 
 def question_from_json(qid: str, q: dict) -> QuestionResult:
     """Rebuild a question from `QuestionResult.to_json`."""
-    from dataclasses import fields
-
-    case_fields = {f.name for f in fields(CaseResult)}
+    case_fields = {f.name for f in fields(CaseResult) if not f.metadata.get("run_only")}
     cases = [CaseResult(**{k: v for k, v in c.items() if k in case_fields})
              for c in q.get("cases", [])]
     override = q.get("override")

@@ -17,12 +17,10 @@ listed in the outcome; the sandboxed worker arms its own guard, whose refusal en
 from __future__ import annotations
 
 import errno
-import functools
 import importlib
 import linecache
 import os
 import sys
-import threading
 import traceback
 from typing import Any, Callable
 
@@ -30,6 +28,7 @@ import numpy as np
 import torch
 
 from .guard import isolated, make_guard
+from .wire import Record, record_fields
 
 # The whole engine (this package's parent): its frames are never the student's.
 _ENGINE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -41,16 +40,61 @@ _ENGINE_CODE = ("<grader>", "<forbidden routine>")
 
 # ----------------------------------------------------------------- inputs and paths
 
+class Field(str):
+    """A step of a path that names a field of a namedtuple or a dataclass (`.mean`), where a
+    plain `str` step is a dict's key (`["mean"]`) and an `int` an item's position."""
+
+    __slots__ = ()
+
+
+def iter_items(value: Any):
+    """(step, item) for each item of a container: tuples and lists by position, dicts by key,
+    namedtuples and dataclasses (and their `Record`s) by field; nothing for anything else."""
+    if isinstance(value, Record):
+        return [(Field(k), v) for k, v in value.fields.items()]
+    fields = record_fields(value) if not isinstance(value, (list, dict)) else None
+    if fields is not None:
+        return [(Field(k), v) for k, v in fields]
+    if isinstance(value, (tuple, list)):
+        return list(enumerate(value))
+    if isinstance(value, dict):
+        return list(value.items())
+    return []
+
+
+def steps_to_data(path: tuple) -> list[list]:
+    """A path as JSON data: ["i", 1] an item, ["k", "w"] a dict's key, ["f", "m"] a field."""
+    return [["f", str(p)] if isinstance(p, Field) else ["i", p] if isinstance(p, int)
+            else ["k", str(p)] for p in path]
+
+
+def steps_from_data(data: Any) -> tuple:
+    return tuple(Field(v) if k == "f" else int(v) if k == "i" else str(v) for k, v in data)
+
+
+def step_into(value: Any, step: Any) -> Any:
+    """The item of `value` at one step of a path (see `Field`): a field of a record, an item of
+    a tuple or list, a dict's key; anything else (an array's row) is no such item."""
+    if isinstance(step, Field):
+        if isinstance(value, Record):
+            return value.fields[step]
+        if record_fields(value) is None:
+            raise TypeError(f"{type(value).__name__} has no fields")
+        return getattr(value, step)
+    if isinstance(step, int) and isinstance(value, (tuple, list)) or \
+            isinstance(step, str) and isinstance(value, dict):
+        return value[step]
+    raise TypeError(f"{type(value).__name__} has no item {step!r}")
+
+
 def iter_arrays(value: Any, path: tuple = ()):
-    """Yield (path, array) for every torch tensor or NumPy array inside nested containers."""
+    """Yield (path, array) for every torch tensor or NumPy array inside nested containers
+    (tuples, lists, dicts, namedtuples, dataclasses)."""
     if isinstance(value, (torch.Tensor, np.ndarray)):
         yield path, value
-    elif isinstance(value, (tuple, list)):
-        for i, v in enumerate(value):
-            yield from iter_arrays(v, path + (i,))
-    elif isinstance(value, dict):
-        for k, v in value.items():
-            yield from iter_arrays(v, path + (k,))
+        return
+    for step, item in iter_items(value):
+        yield from iter_arrays(item, path + (step,))
 
 
 def iter_leaves(value: Any, path: tuple = ()):
@@ -260,25 +304,27 @@ def run_call(func: Callable, args: tuple, kwargs: dict, *, upstream: Any = None,
 
 def _run_call(func: Callable, args: tuple, kwargs: dict, upstream: Any, want_grad: bool,
               forbidden, api, hits: list[str]) -> dict:
+    chained = _chained_inputs(args, kwargs)
     call_args, call_kwargs, diff = _prepare_inputs(args, kwargs, want_grad)
     before = _clone_tree((call_args, call_kwargs))
+    given = _identities((call_args, call_kwargs))
     outcome: dict[str, Any] = {"status": "ok", "output": None, "grads": None, "grad_error": None,
                                "mutated": [], "forbidden": hits, "called": [], "error": None}
     called: list[str] = []
     node_names = {n[len("autograd."):]: n for n in forbidden if n.startswith("autograd.")}
+    for at, chain in chained:
+        # An input that is the output of another of the student's functions, made here from
+        # fresh copies of its inputs (never sent to the grader and back).
+        fed = _feed_chained(chain, api, called, outcome)
+        if fed is _FAILED:
+            outcome["called"] = called
+            return outcome
+        call_args, call_kwargs = _with_input(at, fed, call_args, call_kwargs)
     restore = _trace_calls(func, list(api), called)
     try:
         output = func(*call_args, **call_kwargs)
     except BaseException as exc:  # noqa: BLE001 - student code may raise anything, even SystemExit
-        outcome["error"] = describe_error(exc)
-        if isinstance(exc, NotImplementedError):
-            outcome["status"] = "not_implemented"
-        elif is_memory_error(exc):
-            outcome["status"] = "memory"
-        else:
-            outcome["status"] = "error"
-        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
-            outcome["error"]["message"] = _clip(f"{type(exc).__name__}({exc})")
+        _record_error(outcome, exc)
         output = None
     finally:
         restore()
@@ -287,23 +333,194 @@ def _run_call(func: Callable, args: tuple, kwargs: dict, upstream: Any, want_gra
             if node_names[node] not in hits:
                 hits.append(node_names[node])
     outcome["called"] = called
-    outcome["mutated"] = [path_key(p) for p, t in iter_arrays(before)
-                          if not _same(t, _get(call_args, call_kwargs, p))]
+    changes = input_changes(before, (call_args, call_kwargs), given,
+                            skip={at for at, _ in chained})
+    outcome["mutated"] = [c["path"] for c in changes]
+    structural = [c for c in changes if c["how"] != "in_place"]
+    if structural:
+        outcome["changes"] = structural
     if outcome["status"] != "ok":
         return outcome
     outcome["output"] = output
     # The backward pass runs under the same refusals: it runs the student's code too (a custom
     # autograd.Function's backward).
     if want_grad and upstream is not None and diff:
-        outcome["grads"], outcome["grad_error"] = _gradients(output, upstream, diff)
+        outcome["grads"], outcome["grad_error"], unconnected = _gradients(output, upstream, diff)
+        if unconnected:
+            outcome["unconnected"] = unconnected
     return outcome
 
 
-def _get(args, kwargs, path):
-    value: Any = (args, kwargs)
-    for p in path:
-        value = value[p]
+def _record_error(outcome: dict, exc: BaseException) -> None:
+    """The student's exception, as the outcome's status and error."""
+    outcome["error"] = describe_error(exc)
+    if isinstance(exc, NotImplementedError):
+        outcome["status"] = "not_implemented"
+    elif is_memory_error(exc):
+        outcome["status"] = "memory"
+    else:
+        outcome["status"] = "error"
+    if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+        outcome["error"]["message"] = _clip(f"{type(exc).__name__}({exc})")
+
+
+# ----------------------------------------------------------------- chained inputs
+
+class Chained:
+    """An input that is the output of another call, made where the student's code runs:
+    `function(*args, **kwargs)`, then the item at `pick` of its output (a backward pass fed the
+    student's own forward cache). `function` is a callable in the process that runs it, and
+    `name` the student's function's name."""
+
+    def __init__(self, name: str, function: Any, args: tuple, kwargs: dict, pick: tuple = ()):
+        self.name, self.function = name, function
+        self.args, self.kwargs, self.pick = tuple(args), dict(kwargs), tuple(pick)
+
+    def with_function(self, function: Any) -> "Chained":
+        return Chained(self.name, function, self.args, self.kwargs, self.pick)
+
+    def digest_parts(self) -> tuple:
+        """What identifies it in a call's digest (`memo.fingerprint`)."""
+        return ("chained", self.name, self.args, self.kwargs,
+                tuple((type(p).__name__, str(p)) for p in self.pick))
+
+
+def with_chained_functions(args: tuple, kwargs: dict, lookup: Callable[[str], Any]
+                           ) -> tuple[tuple, dict]:
+    """The arguments with each chained input's function replaced by `lookup(name)`: the
+    reference's (the expected outcome), a variant's (naming a mistake), or None (a record kept
+    in the trusted process, which never calls the student's code)."""
+    args = tuple(a.with_function(lookup(a.name)) if isinstance(a, Chained) else a for a in args)
+    kwargs = {k: v.with_function(lookup(v.name)) if isinstance(v, Chained) else v
+              for k, v in kwargs.items()}
+    return args, kwargs
+
+
+def _chained_inputs(args: tuple, kwargs: dict) -> list[tuple[tuple, Chained]]:
+    """The chained inputs among the arguments themselves (not nested), with their paths."""
+    found = [((0, i), a) for i, a in enumerate(args) if isinstance(a, Chained)]
+    found += [((1, k), v) for k, v in kwargs.items() if isinstance(v, Chained)]
+    return found
+
+
+_FAILED = object()
+
+
+def _feed_chained(chain: Chained, api, called: list[str], outcome: dict) -> Any:
+    """Run the chained call and return the item it feeds; on failure, make `outcome` say so
+    (its status, and `chained`) and return `_FAILED`."""
+    if chain.name not in called:
+        called.append(chain.name)
+    if not callable(chain.function):
+        outcome.update(status="error", chained={"function": chain.name, "missing": ""},
+                       error={"type": "NameError", "message": f"{chain.name} is not defined",
+                              "file": None, "line": None, "code": None, "function": None})
+        return _FAILED
+    first_args, first_kwargs, _ = _prepare_inputs(chain.args, chain.kwargs, False)
+    restore = _trace_calls(chain.function, list(api), called)
+    try:
+        value = chain.function(*first_args, **first_kwargs)
+    except BaseException as exc:  # noqa: BLE001 - student code may raise anything
+        _record_error(outcome, exc)
+        outcome["chained"] = {"function": chain.name, "missing": ""}
+        return _FAILED
+    finally:
+        restore()
+    for step in chain.pick:
+        try:
+            value = step_into(value, step)
+        except Exception:  # noqa: BLE001 - a wrong structure (or an attribute that raises)
+            shown = "".join(f".{p}" if isinstance(p, Field) else f"[{p!r}]" for p in chain.pick)
+            outcome.update(status="error", chained={"function": chain.name, "missing": shown},
+                           error={"type": "", "message": "", "file": None, "line": None,
+                                  "code": None, "function": None})
+            return _FAILED
     return value
+
+
+def _with_input(at: tuple, value: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """The arguments with `value` in place of the chained input at `at`."""
+    if at[0] == 0:
+        args = tuple(value if i == at[1] else a for i, a in enumerate(args))
+    else:
+        kwargs = {**kwargs, at[1]: value}
+    return args, kwargs
+
+
+# ----------------------------------------------------------------- changed inputs
+
+def _identities(value: Any, path: tuple = (), out: dict | None = None) -> dict[tuple, int]:
+    """{path: id} of every value inside the inputs handed to the student, containers too."""
+    out = {} if out is None else out
+    out[path] = id(value)
+    if isinstance(value, (tuple, list, dict)):
+        for step, item in (enumerate(value) if not isinstance(value, dict) else value.items()):
+            _identities(item, path + (step,), out)
+    return out
+
+
+def input_changes(before: Any, after: Any, given: dict[tuple, int],
+                  skip: set = frozenset()) -> list[dict]:
+    """How the inputs differ from `before` (copies taken before the call) once the call is
+    over: each change as {"path", "how"}, "how" being "in_place" (an array's values changed),
+    "rebound" (an item of a dict or list replaced by another value), "removed" or "added"
+    (keys of a dict, listed in "keys"), "resized" (a list, "before" and "after" its length).
+    `given`: the identities of what the student was handed (`_identities`). Never raises:
+    what the student left in their inputs is compared, not trusted."""
+    changes: list[dict] = []
+    _compare_input(before, after, (), given, skip, changes)
+    return changes[:MAX_CHANGES]
+
+
+MAX_CHANGES = 32
+
+
+def _compare_input(b: Any, a: Any, path: tuple, given: dict, skip: set, out: list) -> None:
+    if path in skip or len(out) >= MAX_CHANGES:
+        return
+    if len(path) > 1 and id(a) != given.get(path):
+        # Another value in this place (the root tuples are the grader's own): the student
+        # assigned to an item of a dict or list they were given.
+        if not _same_tree(b, a):
+            out.append({"path": path_key(path), "how": "rebound"})
+        return
+    if isinstance(b, (torch.Tensor, np.ndarray)):
+        if not _same(b, a):
+            out.append({"path": path_key(path), "how": "in_place"})
+        return
+    if isinstance(b, dict) and isinstance(a, dict):
+        removed = [str(k) for k in b if k not in a]
+        added = [str(k) for k in list(a)[:MAX_CHANGES * 4] if k not in b]
+        if removed:
+            out.append({"path": path_key(path), "how": "removed", "keys": removed[:8]})
+        if added:
+            out.append({"path": path_key(path), "how": "added", "keys": added[:8]})
+        for k in b:
+            if k in a:
+                _compare_input(b[k], a[k], path + (k,), given, skip, out)
+        return
+    if isinstance(b, (tuple, list)) and isinstance(a, (tuple, list)):
+        if len(a) != len(b):
+            out.append({"path": path_key(path), "how": "resized", "before": len(b),
+                        "after": len(a)})
+        for i, (x, y) in enumerate(zip(b, a)):
+            _compare_input(x, y, path + (i,), given, skip, out)
+
+
+def _same_tree(b: Any, a: Any) -> bool:
+    """Whether `a` holds exactly what `b` held (arrays bit for bit, containers item by item)."""
+    try:
+        if isinstance(b, (torch.Tensor, np.ndarray)):
+            return _same(b, a)
+        if isinstance(b, dict):
+            return type(a) is dict and a.keys() == b.keys() and \
+                all(_same_tree(b[k], a[k]) for k in b)
+        if isinstance(b, (tuple, list)):
+            return type(a) is type(b) and len(a) == len(b) and \
+                all(_same_tree(x, y) for x, y in zip(b, a))
+        return type(a) is type(b) and bool(a == b)
+    except Exception:  # noqa: BLE001 - an object of the student's whose == misbehaves
+        return False
 
 
 _SAME_WIDTH_INT = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
@@ -325,20 +542,25 @@ def _same(a: torch.Tensor | np.ndarray, b: Any) -> bool:
     return bool(torch.equal(a, b))
 
 
-def _gradients(output: Any, upstream: Any, diff: list) -> tuple[dict | None, str | None]:
-    pairs = []
+def _gradients(output: Any, upstream: Any, diff: list
+               ) -> tuple[dict | None, str | None, list[str]]:
+    """The gradients reaching the inputs in `diff`, an error (or None), and the paths of the
+    output's tensors that had an upstream gradient but no autograd graph (`unconnected`)."""
+    pairs, unconnected = [], []
     for path, up in iter_leaves(upstream):
         try:
             got = _get_out(output, path)
-        except (KeyError, IndexError, TypeError):
-            return None, "output structure"
+        except Exception:  # noqa: BLE001 - a wrong structure, or an attribute that raises
+            return None, "output structure", []
         if not isinstance(got, torch.Tensor) or got.shape != up.shape:
-            return None, "output shape"
+            return None, "output shape", []
         if got.requires_grad:
             pairs.append((got, up.to(got.dtype) if got.is_floating_point() else up))
+        else:
+            unconnected.append(path_key(path))
     grads: dict[str, Any] = {path_key(p): None for p, _ in diff}
     if not pairs:
-        return grads, "detached"
+        return grads, "detached", unconnected
     try:
         # The vector-Jacobian product with the upstream gradients, by autograd's engine itself:
         # no arithmetic of the grader's own runs while the question's routines are refused (a
@@ -348,10 +570,10 @@ def _gradients(output: Any, upstream: Any, diff: list) -> tuple[dict | None, str
         result = _vjp(tuple(g for g, _ in pairs), tuple(u for _, u in pairs),
                       tuple(t for _, t in diff))
     except BaseException as exc:  # noqa: BLE001
-        return None, "backward failed: " + _clip(f"{type(exc).__name__}: {exc}", 200)
+        return None, "backward failed: " + _clip(f"{type(exc).__name__}: {exc}", 200), []
     for (p, _), g in zip(diff, result):
         grads[path_key(p)] = None if g is None else g.detach()
-    return grads, None
+    return grads, None, unconnected
 
 
 def _vjp(outputs: tuple, upstreams: tuple, inputs: tuple) -> tuple:
@@ -364,8 +586,19 @@ def _vjp(outputs: tuple, upstreams: tuple, inputs: tuple) -> tuple:
     return engine.run_backward(outputs, upstreams, False, False, inputs, True, False)
 
 
+def index_into(value: Any, step: Any) -> Any:
+    """The item of `value` at one step of a path as indexing finds it: a field by name, else
+    `value[step]` (so a tensor's row where an output of another structure has one)."""
+    if isinstance(step, Field):
+        return value.fields[step] if isinstance(value, Record) else getattr(value, step)
+    return value[step]
+
+
 def _get_out(output, path):
+    """The output's tensor where the upstream gradient has one (a student's output of another
+    structure is told by what indexing finds, "output shape" or "output structure", as the
+    recorded outcomes of known mistakes were)."""
     value = output
     for p in path:
-        value = value[p]
+        value = index_into(value, p)
     return value

@@ -16,9 +16,14 @@ STATUSES = {"ok", "error", "not_implemented", "memory"}
 MAX_NAMES = 32
 
 
+# Fields an outcome has only when they say something (so that the encoding of an outcome
+# without them, recorded in the shipped tables, stays as it was).
+OPTIONAL = ("changes", "unconnected", "chained")
+
+
 def encode_outcome(outcome: dict, buffers: list[bytes]) -> dict:
     grads = outcome.get("grads")
-    return {
+    node = {
         "status": outcome["status"],
         "output": encode(outcome.get("output"), buffers),
         "grads": None if grads is None else {k: encode(v, buffers) for k, v in grads.items()},
@@ -29,6 +34,26 @@ def encode_outcome(outcome: dict, buffers: list[bytes]) -> dict:
         "error": outcome.get("error"),
         "unchecked": outcome.get("unchecked"),
     }
+    for key in OPTIONAL:
+        if outcome.get(key):
+            node[key] = outcome[key]
+    return node
+
+
+def encode_outcome_safely(outcome: dict, buffers: list[bytes], function: str) -> dict:
+    """`encode_outcome`, or, when the student's returned value resists encoding (an attribute
+    that raises, a container that changes while read), an error outcome that says so."""
+    try:
+        return encode_outcome(outcome, buffers)
+    except BaseException as exc:  # noqa: BLE001 - a returned object that resists encoding
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        buffers.clear()
+        return encode_outcome({
+            "status": "error", "error": {
+                "type": type(exc).__name__[:80], "function": function,
+                "message": "the value your function returned could not be sent to the "
+                           "grader; return plain tensors"}}, buffers)
 
 
 def _names(value: Any, what: str) -> list[str]:
@@ -71,6 +96,43 @@ def decode_error(error: Any) -> dict | None:
     }
 
 
+CHANGE_KINDS = ("in_place", "rebound", "removed", "added", "resized")
+
+
+def _changes(value: Any) -> list[dict]:
+    """How the inputs changed beyond values in place (`execute.input_changes`), validated."""
+    if value is None:
+        return []
+    if not isinstance(value, list) or len(value) > MAX_NAMES:
+        raise WireError("malformed changes")
+    out = []
+    for item in value:
+        if not isinstance(item, dict) or item.get("how") not in CHANGE_KINDS:
+            raise WireError("malformed change")
+        change: dict[str, Any] = {"path": _short(item.get("path"), 120, "a change's path") or "",
+                                  "how": item["how"]}
+        if item["how"] in ("removed", "added"):
+            change["keys"] = _names(item.get("keys"), "a change's keys")[:8]
+        if item["how"] == "resized":
+            for k in ("before", "after"):
+                n = item.get(k)
+                if not (isinstance(n, int) and not isinstance(n, bool) and 0 <= n <= MAX_LINE):
+                    raise WireError("malformed change")
+                change[k] = n
+        out.append(change)
+    return out
+
+
+def _chained(value: Any) -> dict | None:
+    """Which chained call failed (`execute.Chained`), validated."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise WireError("malformed chained call")
+    return {"function": _short(value.get("function"), 80, "a chained function") or "",
+            "missing": _short(value.get("missing"), 120, "a chained item") or ""}
+
+
 def decode_outcome(node: Any, buffers: list[bytes], budget: Budget | None = None) -> dict:
     """Validate and decode an outcome; raises WireError (and nothing else) if it is not well
     formed: a wrong type in any field is as malformed as a wrong tree."""
@@ -89,7 +151,7 @@ def decode_outcome(node: Any, buffers: list[bytes], budget: Budget | None = None
             if not (g is None or type(g) is torch.Tensor or isinstance(g, Opaque)):
                 raise WireError("a gradient that is not a tensor")
             grads[k[:120]] = g
-    return {
+    outcome = {
         "status": node["status"],
         "output": decode(node.get("output", {"t": "none"}), buffers, budget=budget),
         "grads": grads,
@@ -101,10 +163,20 @@ def decode_outcome(node: Any, buffers: list[bytes], budget: Budget | None = None
         # A check the process could not install (an old torch): said in the result, not fatal.
         "unchecked": _short(node.get("unchecked"), 200, "an unchecked note"),
     }
+    changes = _changes(node.get("changes"))
+    if changes:
+        outcome["changes"] = changes
+    unconnected = _names(node.get("unconnected"), "unconnected")
+    if unconnected:
+        outcome["unconnected"] = unconnected
+    chained = _chained(node.get("chained"))
+    if chained is not None:
+        outcome["chained"] = chained
+    return outcome
 
 
-def roundtrip_outcome(outcome: dict) -> dict:
+def roundtrip_outcome(outcome: dict, function: str = "") -> dict:
     """Pass an in-process outcome through the same encoding, so both paths judge plain data."""
     buffers: list[bytes] = []
-    node = encode_outcome(outcome, buffers)
+    node = encode_outcome_safely(outcome, buffers, function)
     return decode_outcome(node, buffers)

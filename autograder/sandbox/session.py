@@ -16,22 +16,30 @@ from typing import Any, NoReturn
 
 from . import cgroup, wire
 from .evidence import ESCAPES, UNARMED, read_end
-from .execute import iter_arrays
+from .execute import Chained, iter_arrays, steps_to_data
 from .limits import Limits
 from .forbidden_ops import ROUTINE_OPS
 from .protocol import decode_error, decode_outcome
 from .client import Sandbox
+from .errors import RunStopped
 
 MALFORMED = "the grading process of this submission sent a malformed reply"
 
 
 class WorkerStopped(Exception):
-    """The worker is gone or was stopped: status is timeout, memory or error."""
+    """The worker is gone or was stopped: status is timeout, memory or error. A refused
+    forbidden routine names `routines` (and the `noun` of the inputs: "tensor" or "array"); a
+    question whose refusals could not be installed has `kind` "unarmed" and its `reason`."""
 
-    def __init__(self, status: str, message: str):
+    def __init__(self, status: str, message: str, *, routines: list[str] | None = None,
+                 noun: str = "tensor", kind: str = "", reason: str = ""):
         super().__init__(message)
         self.status = status
         self.message = message
+        self.routines: list[str] = list(routines or [])
+        self.noun = noun
+        self.kind = kind
+        self.reason = reason
 
 
 class Refused(WorkerStopped):
@@ -42,11 +50,11 @@ class Refused(WorkerStopped):
 
     def __init__(self, kind: str, index: int, doing: str):
         super().__init__({"forbidden": "forbidden", "unarmed": "error"}.get(kind, "integrity"),
-                         doing)
-        self.kind, self.index, self.doing = kind, index, doing
+                         doing, kind=kind)
+        self.index, self.doing = index, doing
 
 
-class MalformedReply(Exception):
+class MalformedReply(RunStopped):
     """The worker sent what no honest worker sends (a wrong type anywhere, an undecodable tree,
     a forged frame): the submission ends here, flagged for review. Deliberately not a
     `WorkerStopped`, which costs only the case at hand."""
@@ -207,7 +215,7 @@ class WorkerSession:
         question's other cases."""
         if question in self.failed:
             failed = self.failed[question]
-            if getattr(failed, "kind", None) == "unarmed":   # this question is flagged too
+            if failed.kind == "unarmed":   # this question is flagged too
                 raise self._unarmed_stop(failed.reason)
             raise failed
         if self.sock is not None and set(question) <= set(self.forbidden):
@@ -261,10 +269,13 @@ class WorkerSession:
         self._refuse_if_malformed()
         question = self.forbidden if forbidden is None else tuple(forbidden)
         buffers: list[bytes] = []
+        args, kwargs, chained = self._chained(tuple(args), dict(kwargs), buffers)
         header = {"op": "call", "fn": fn,
                   "inputs": wire.encode((tuple(args), dict(kwargs)), buffers, memo=self.memo),
                   "upstream": wire.encode(upstream, buffers, memo=self.memo),
                   "want_grad": want_grad}
+        if chained:
+            header["chained"] = chained
         while True:
             self._switch(question)
             armed = self.forbidden
@@ -292,14 +303,28 @@ class WorkerSession:
         outcome["forbidden"] = [n for n in outcome.get("forbidden") or [] if n in question]
         return outcome
 
+    def _chained(self, args: tuple, kwargs: dict, buffers: list[bytes]
+                 ) -> tuple[tuple, dict, list[dict]]:
+        """The arguments without their chained inputs (`execute.Chained`), and what the worker
+        needs to make each in their place: the function's name, its inputs, the item."""
+        specs = []
+        for at, chain in [((0, i), a) for i, a in enumerate(args) if isinstance(a, Chained)] + \
+                [((1, k), v) for k, v in kwargs.items() if isinstance(v, Chained)]:
+            specs.append({"fn": chain.name, "at": list(at), "pick": steps_to_data(chain.pick),
+                          "inputs": wire.encode((chain.args, chain.kwargs), buffers,
+                                                memo=self.memo)})
+            if at[0] == 0:
+                args = tuple(None if i == at[1] else a for i, a in enumerate(args))
+            else:
+                kwargs = {**kwargs, at[1]: None}
+        return args, kwargs, specs
+
     def _unarmed_stop(self, reason: str) -> WorkerStopped:
         """This question is not graded: its refusals could not be installed (recorded for the
         row's review flag, `integrity.flag_unarmed`)."""
         if not any(x["question"] == self.question for x in self.unarmed):
             self.unarmed.append({"question": self.question, "reason": reason})
-        stopped = WorkerStopped("error", unarmed_message(reason))
-        stopped.kind, stopped.reason = "unarmed", reason
-        return stopped
+        return WorkerStopped("error", unarmed_message(reason), kind="unarmed", reason=reason)
 
     def _refused(self, e: Refused, forbidden: list[str], fn: str | None = None,
                  noun: str = "tensor") -> WorkerStopped:
@@ -308,12 +333,9 @@ class WorkerSession:
         escape, recorded for `integrity.withhold_for_escapes`."""
         if e.kind == "forbidden":
             routine = forbidden[e.index] if e.index < len(forbidden) else "a forbidden routine"
-            if fn is None:
-                stopped = WorkerStopped("forbidden", import_forbidden_message(routine))
-            else:
-                stopped = WorkerStopped("forbidden", forbidden_message(fn, [routine], noun))
-            stopped.routines, stopped.noun = [routine], noun
-            return stopped
+            message = import_forbidden_message(routine) if fn is None else \
+                forbidden_message(fn, [routine], noun)
+            return WorkerStopped("forbidden", message, routines=[routine], noun=noun)
         if e.kind == "unarmed":
             return self._unarmed_stop(UNARMED[e.index])
         what = ESCAPES[e.index]

@@ -1,11 +1,14 @@
 """Safe encoding of values that cross a trust boundary or go to disk.
 
-A value (a tensor, an ndarray, a number (NumPy scalars included), None, a string, or
-tuples/lists/dicts of those) becomes a JSON-able *tree* plus a list of raw byte buffers. Decoding
-never unpickles: every array is checked for a known dtype, a sane shape and an exact byte count
-before `np.frombuffer` touches it, and comes back as an exact base `torch.Tensor` or
-`np.ndarray` (a subclass on the sending side gains nothing). Snapshots use the same trees with
-array data inlined as JSON lists.
+A value (a tensor, an ndarray, a number, a NumPy scalar, None, a string, or tuples, lists,
+dicts, namedtuples and dataclasses of those) becomes a JSON-able *tree* plus a list of raw byte
+buffers. Decoding never unpickles: every array is checked for a known dtype, a sane shape and an
+exact byte count before `np.frombuffer` touches it, and comes back as an exact base
+`torch.Tensor` or `np.ndarray` (a subclass on the sending side gains nothing); a NumPy scalar
+comes back as a NumPy scalar of its dtype; a namedtuple or a dataclass comes back as a `Record`
+(its kind, its type's name and its fields, as data: the sender's class is never imported or
+rebuilt). Dict keys travel as text. Snapshots use the same trees with array data inlined as JSON
+lists.
 
 What one message from the other side can cost the receiver is bounded whatever it says:
 
@@ -30,6 +33,7 @@ buffer index out of range or used twice, inline data where buffers are expected)
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import socket
@@ -57,7 +61,7 @@ _DTYPE_NAMES = {np.dtype(n): n for n in _NUMPY_DTYPES}
 _DTYPES = {n: np.dtype(n) for n in _NUMPY_DTYPES}
 
 MAX_DEPTH = 8
-MAX_ITEMS = 64
+MAX_ITEMS = 256      # items of one container (keys, fields); a larger one travels as opaque
 MAX_STR = 500
 MAX_ARRAY_BYTES = 64 * 2**20
 MAX_NDIM = 8
@@ -141,10 +145,8 @@ def encode(value: Any, buffers: list[bytes] | None, depth: int = 0,
         return node
     if value is None:
         return {"t": "none"}
-    if isinstance(value, np.generic) and np.dtype(type(value)).kind in "biuf":
-        # NumPy scalars (np.int64(4), np.bool_(True)...) travel as the Python numbers they are.
-        kind = np.dtype(type(value)).kind
-        value = bool(value) if kind == "b" else int(value) if kind in "iu" else float(value)
+    if isinstance(value, np.generic):
+        return _numpy_scalar_node(value)
     if isinstance(value, bool):
         return {"t": "scalar", "kind": "bool", "v": bool(value)}
     if isinstance(value, int):
@@ -156,16 +158,71 @@ def encode(value: Any, buffers: list[bytes] | None, depth: int = 0,
         return {"t": "scalar", "kind": "float", "v": v if math.isfinite(v) else repr(v)}
     if isinstance(value, str):
         return {"t": "str", "v": str(value)[:MAX_STR]}
+    if isinstance(value, Record):      # one decoded before (an expected value, re-encoded)
+        kind, type_name, fields = value.kind, value.type_name, list(value.fields.items())
+    else:
+        fields = record_fields(value)
+        kind = Record.NAMEDTUPLE if isinstance(value, tuple) else Record.DATACLASS
+        type_name = type(value).__name__
+    if fields is not None:
+        if len(fields) > MAX_ITEMS:
+            return _too_many(f"{kind} {type_name}", len(fields))
+        pairs = [[str(name)[:MAX_STR], encode(v, buffers, depth + 1, memo, _nodes)]
+                 for name, v in fields]
+        return {"t": "record", "kind": kind, "type": str(type_name)[:MAX_STR], "fields": pairs}
     if isinstance(value, (tuple, list)):
         kind = "tuple" if isinstance(value, tuple) else "list"
-        items = list(value)[:MAX_ITEMS]
-        return {"t": kind, "items": [encode(v, buffers, depth + 1, memo, _nodes) for v in items]}
+        if len(value) > MAX_ITEMS:
+            return _too_many(f"{kind}", len(value))
+        return {"t": kind, "items": [encode(v, buffers, depth + 1, memo, _nodes)
+                                     for v in list(value)]}
     if isinstance(value, dict):
+        if len(value) > MAX_ITEMS:
+            return _too_many("dict", len(value))
         items = {}
-        for k, v in list(value.items())[:MAX_ITEMS]:
-            items[str(k)[:MAX_STR]] = encode(v, buffers, depth + 1, memo, _nodes)
+        for k, v in list(value.items()):
+            key = str(k)[:MAX_STR]
+            if key in items:
+                return {"t": "other", "type": "dict with two keys written the same way "
+                                              f"({key!r}): keys are compared as text"}
+            items[key] = encode(v, buffers, depth + 1, memo, _nodes)
         return {"t": "dict", "items": items}
     return {"t": "other", "type": type(value).__name__[:MAX_STR]}
+
+
+def record_fields(value: Any) -> list[tuple[str, Any]] | None:
+    """(name, value) of each field of a namedtuple or a dataclass instance, in order; None for
+    anything else. Runs where the value was made (its attributes may be the sender's code)."""
+    cls = type(value)
+    if isinstance(value, tuple):
+        names = getattr(cls, "_fields", None)
+        if not (isinstance(names, tuple) and len(names) == tuple.__len__(value)
+                and all(isinstance(n, str) for n in names)):
+            return None
+        return [(str(n), tuple.__getitem__(value, i)) for i, n in enumerate(names)]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return [(f.name, getattr(value, f.name)) for f in dataclasses.fields(value)]
+    return None
+
+
+def _too_many(what: str, n: int) -> dict:
+    return {"t": "other", "type": f"{what} of {n} items, too many to check (at most "
+                                  f"{MAX_ITEMS})"}
+
+
+_SCALAR_KINDS = {"b": "bool", "i": "int", "u": "int", "f": "float"}
+
+
+def _numpy_scalar_node(value: np.generic) -> dict:
+    """A NumPy scalar, with its dtype (so that it is compared with its dtype's tolerance)."""
+    dtype = np.dtype(type(value))
+    kind = _SCALAR_KINDS.get(dtype.kind)
+    if kind is None or dtype.name not in _NUMPY_DTYPES:
+        return {"t": "other", "type": f"NumPy scalar of dtype {dtype.name}"}
+    v = value.item()
+    if kind == "float":
+        v = float(v) if math.isfinite(v) else repr(float(v))
+    return {"t": "scalar", "kind": kind, "v": v, "dtype": dtype.name}
 
 
 MAX_BUFFERS = 4096   # buffers in one message (`unpack` refuses more)
@@ -278,22 +335,11 @@ def _decode(node: Any, buffers: list[bytes] | None, depth: int, budget: Budget) 
     if t == "none":
         return None
     if t == "scalar":
-        kind, v = node.get("kind"), node.get("v")
-        if kind == "bool":
-            if not isinstance(v, bool):
-                raise WireError("bad bool")
-            return v
-        if kind == "int":
-            if not _is_int(v) or not -MAX_INT < v < MAX_INT:
-                raise WireError("bad int")
-            return int(v)
-        if kind == "float":
-            if isinstance(v, str) and v in _FLOAT_WORDS:
-                return float(v)
-            if isinstance(v, float) or (_is_int(v) and -MAX_INT < v < MAX_INT):
-                return float(v)
-            raise WireError("bad float")
-        raise WireError("bad scalar")
+        value = _decode_scalar(node.get("kind"), node.get("v"))
+        dtype = node.get("dtype")
+        if dtype is None:
+            return value
+        return _numpy_scalar(dtype, node.get("kind"), value)
     if t == "str":
         return _text(node.get("v", ""), "a str value")
     if t in ("tuple", "list"):
@@ -308,9 +354,52 @@ def _decode(node: Any, buffers: list[bytes] | None, depth: int, budget: Budget) 
             raise WireError("bad dict")
         return {str(k)[:MAX_STR]: _decode(v, buffers, depth + 1, budget)
                 for k, v in items.items()}
+    if t == "record":
+        kind, pairs = node.get("kind"), node.get("fields")
+        if kind not in (Record.DATACLASS, Record.NAMEDTUPLE) or not isinstance(pairs, list) \
+                or len(pairs) > MAX_ITEMS:
+            raise WireError("bad record")
+        fields: dict[str, Any] = {}
+        for pair in pairs:
+            if not (isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str)) \
+                    or pair[0][:MAX_STR] in fields:
+                raise WireError("bad record field")
+            fields[pair[0][:MAX_STR]] = _decode(pair[1], buffers, depth + 1, budget)
+        return Record(kind, _text(node.get("type", "record"), "a type name"), fields)
     if t == "other":
         return Opaque(_text(node.get("type", "object"), "a type name"))
     raise WireError(f"unknown value kind {str(t)[:40]!r}")
+
+
+def _decode_scalar(kind: Any, v: Any) -> bool | int | float:
+    if kind == "bool":
+        if not isinstance(v, bool):
+            raise WireError("bad bool")
+        return v
+    if kind == "int":
+        if not _is_int(v) or not -MAX_INT < v < MAX_INT:
+            raise WireError("bad int")
+        return int(v)
+    if kind == "float":
+        if isinstance(v, str) and v in _FLOAT_WORDS:
+            return float(v)
+        if isinstance(v, float) or (_is_int(v) and -MAX_INT < v < MAX_INT):
+            return float(v)
+        raise WireError("bad float")
+    raise WireError("bad scalar")
+
+
+def _numpy_scalar(dtype: Any, kind: Any, value: bool | int | float) -> np.generic:
+    """A NumPy scalar of a known dtype whose kind matches the value's; an int must fit it."""
+    if not isinstance(dtype, str) or dtype not in _NUMPY_DTYPES \
+            or _SCALAR_KINDS.get(_DTYPES[dtype].kind) != kind:
+        raise WireError("bad scalar dtype")
+    if kind == "int":
+        info = np.iinfo(_DTYPES[dtype])
+        if not info.min <= value <= info.max:
+            raise WireError("int outside its dtype")
+    with np.errstate(all="ignore"):
+        return _DTYPES[dtype].type(value)
 
 
 def _decode_array(node: dict, buffers: list[bytes] | None, budget: Budget) -> np.ndarray:
@@ -358,6 +447,51 @@ class Opaque:
 
     def __repr__(self) -> str:
         return f"<{self.type_name}>"
+
+
+class Record:
+    """A namedtuple or a dataclass instance, as data: its kind, its type's name and its fields
+    in order. Read its fields as attributes (`r.mean`), or as `r.fields`; a namedtuple's also
+    by position and by unpacking, as the original allows."""
+
+    DATACLASS = "dataclass"
+    NAMEDTUPLE = "namedtuple"
+    __slots__ = ("kind", "type_name", "fields")
+
+    def __init__(self, kind: str, type_name: str, fields: dict[str, Any]):
+        object.__setattr__(self, "kind", kind)
+        object.__setattr__(self, "type_name", type_name)
+        object.__setattr__(self, "fields", dict(fields))
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return object.__getattribute__(self, "fields")[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("a Record is read-only")
+
+    def _positional(self) -> list:
+        if self.kind != Record.NAMEDTUPLE:
+            raise TypeError(f"a dataclass ({self.type_name}) has no items by position")
+        return list(self.fields.values())
+
+    def __getitem__(self, index: int) -> Any:
+        return self._positional()[index]
+
+    def __iter__(self):
+        return iter(self._positional())
+
+    def __len__(self) -> int:
+        return len(self._positional())
+
+    def __reduce__(self):   # copies (never a decoding path: wire trees are decoded above)
+        return (Record, (self.kind, self.type_name, self.fields))
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{k}={v!r}" for k, v in self.fields.items())
+        return f"{self.type_name}({inner})"
 
 
 # --- framing: one message = 4-byte header length, JSON header, then each buffer length-prefixed.

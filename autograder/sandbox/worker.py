@@ -21,11 +21,12 @@ import os
 import socket
 import sys
 import types
+from typing import Any
 
 from . import audit, guard, wire
 from .evidence import FORBIDDEN_EXIT, MAX_FORBIDDEN, UNARMED_EXIT
-from .execute import describe_error, is_memory_error, run_call
-from .protocol import encode_outcome
+from .execute import Chained, describe_error, is_memory_error, run_call, steps_from_data
+from .protocol import encode_outcome_safely
 
 # Taken before any student code runs: what the student rebinds later changes nothing here.
 _exit = os._exit
@@ -263,24 +264,34 @@ def serve(sock: socket.socket, output_cap: int, forbidden: tuple[str, ...] = ())
                               "syntax": _syntax_info(exc)})
         elif op == "call" and module is not None:
             args, kwargs = wire.decode(header["inputs"], buffers)
+            args, kwargs = with_chained(header.get("chained"), tuple(args), dict(kwargs),
+                                        buffers, module)
             upstream = wire.decode(header["upstream"], buffers)
             func = module.__dict__.get(header["fn"])
             outcome = run_call(func, tuple(args), dict(kwargs), upstream=upstream,
                                want_grad=bool(header.get("want_grad")),
                                forbidden=list(forbidden), api=api, guard=False)
             out_buffers: list[bytes] = []
-            try:
-                node = encode_outcome(outcome, out_buffers)
-            except BaseException as exc:  # noqa: BLE001 - a returned object that resists encoding
-                out_buffers = []
-                node = encode_outcome({
-                    "status": "error", "error": {
-                        "type": type(exc).__name__[:80], "function": header["fn"],
-                        "message": "the value your function returned could not be sent to the "
-                                   "grader; return plain tensors"}}, out_buffers)
+            node = encode_outcome_safely(outcome, out_buffers, header["fn"])
             channel.send({"ok": True, "outcome": node}, out_buffers)
         else:
             channel.send({"ok": False, "status": "error", "error": {"message": "bad request"}})
+
+
+def with_chained(spec: Any, args: tuple, kwargs: dict, buffers: list, module
+                 ) -> tuple[tuple, dict]:
+    """The call's arguments with its chained inputs (`execute.Chained`) in their places: each
+    names one of the student's functions, its inputs and the item of its output to pass."""
+    for item in spec or []:
+        first_args, first_kwargs = wire.decode(item["inputs"], buffers)
+        chain = Chained(str(item["fn"]), module.__dict__.get(str(item["fn"])),
+                        tuple(first_args), dict(first_kwargs), steps_from_data(item["pick"]))
+        where, place = item["at"]
+        if where == 0:
+            args = tuple(chain if i == place else a for i, a in enumerate(args))
+        else:
+            kwargs = {**kwargs, str(place): chain}
+    return args, kwargs
 
 
 def _syntax_info(exc: BaseException) -> dict | None:

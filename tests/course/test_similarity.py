@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import similarity_class as cls_
-from helpers import ROOT, SUBMISSIONS, cli_in_process, run_cli
+from helpers import SUBMISSIONS, cli_in_process, run_cli
 
 from autograder.model.assignment import load_assignment
 from autograder.course.classlist import Student

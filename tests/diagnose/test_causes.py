@@ -15,6 +15,7 @@ from autograder.model.assignment import load_assignment
 from autograder.diagnose import Catalogue, causes
 from autograder.grading.grade import grade_submission
 from autograder.model.results import CaseResult, QuestionResult
+from autograder.checking.problems import Advice, Problem
 from autograder.grading.runner import OVERFLOW_ADVICE, SHAPE_ADVICE, add_dependency_notes
 from autograder.model.status import CaseStatus
 
@@ -169,8 +170,10 @@ def test_two_settings_of_one_knob_do_not_combine():
 
 # ------------------------------------------------------------------ notes that point right
 
-def _case(name, message, status=CaseStatus.ERROR, where=""):
-    c = CaseResult(name, 1.0, False, status, message=message, kind="error")
+def _case(name, problem, status=CaseStatus.ERROR, where=""):
+    """A failing case: `problem` a Problem, or a message in the case's own words."""
+    c = CaseResult(name, 1.0, False, status)
+    c.fail_with(problem if isinstance(problem, Problem) else Problem("error", problem), status)
     c.error_function = where
     return c
 
@@ -184,12 +187,19 @@ def test_a_shape_error_in_a_passing_helper_names_the_failing_one(tracks):
     line = ("multi_head_attention raised RuntimeError: size mismatch (line 24 of attention.py, "
             "in scaled_dot_product_attention: `scores = scores.masked_fill(mask, -inf)`)"
             + SHAPE_ADVICE + "; x may have several leading dimensions")
+    shape_error = Problem.of(
+        "error", function="multi_head_attention", type="RuntimeError", first="size mismatch",
+        where=" (line 24 of attention.py, in scaled_dot_product_attention: "
+              "`scores = scores.masked_fill(mask, -inf)`)",
+        advice=Advice("shape", SHAPE_ADVICE + "; x may have several leading dimensions"))
+    assert shape_error.public == line
     questions = {
         "attention": QuestionResult("attention", [_passed("a")]),
         "split_heads": QuestionResult("split_heads", [_case("s", "values differ",
                                                             CaseStatus.FAILED)]),
         "multi_head": QuestionResult("multi_head",
-                                     [_case("m", line, where="scaled_dot_product_attention")],
+                                     [_case("m", shape_error,
+                                            where="scaled_dot_product_attention")],
                                      called=["split_heads", "scaled_dot_product_attention"]),
     }
     add_dependency_notes(assignment, questions)
@@ -200,14 +210,16 @@ def test_a_shape_error_in_a_passing_helper_names_the_failing_one(tracks):
     # When the line's own function fails its question, the line may well be the place.
     questions["attention"] = QuestionResult("attention", [_case("a", "values differ",
                                                                 CaseStatus.FAILED)])
-    questions["multi_head"].cases[0].message = line
+    questions["multi_head"].cases[0] = _case("m", shape_error,
+                                             where="scaled_dot_product_attention")
     add_dependency_notes(assignment, questions)
     assert SHAPE_ADVICE in questions["multi_head"].cases[0].message
 
 
 def test_overflow_advice_is_dropped_when_the_functions_called_pass(tracks):
     assignment = tracks["attention"]
-    nan = "the output contains NaN in 3 of 24 values" + OVERFLOW_ADVICE
+    nan = Problem.of("nan", what="the output", kinds="NaN", n=3, numel=24, index="[0, 1]",
+                     advice=Advice("overflow", OVERFLOW_ADVICE))
 
     def mask_question(softmax_passes):
         softmax = QuestionResult("softmax", [_passed("s") if softmax_passes else

@@ -1,6 +1,7 @@
 """What diagnosis keeps of a submission's outcomes is bounded (README: "capped at 64 MiB"), seen
 through a real grading: the outcomes come back from the sandbox's worker and reach
-`diagnose.note_check` from the question's checks, as in every grading."""
+the diagnosis session of the checks' context from the question's checks, as in every
+grading."""
 from __future__ import annotations
 
 import pytest

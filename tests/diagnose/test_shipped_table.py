@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers import ROOT, SUBMISSIONS, cli_in_process, copy_assignment, run_cli
+from helpers import (SUBMISSIONS, assignment_names, cli_in_process, copy_assignment,
+                     corpus_files, run_cli)
 
 from autograder.model.assignment import load_assignment
 from autograder.authoring.mistake_table import public_records
@@ -30,13 +31,13 @@ from autograder.diagnose.portable import catalogue_data, catalogue_from_data, fr
 from autograder.diagnose.session import Session
 from autograder.diagnose.table import MAGIC, MistakeTable
 from autograder.diagnose.variants import _Runner
-from autograder.checking.expected import recording
+from autograder.checking.context import CheckContext, Mode, Recording
 from autograder.grading.grade import check_in_process
 from autograder.grading.runner import load_question_file, run_question
 
-TRACKS = ["attention", "attention_numpy"]
-WRONG = {"attention": sorted((SUBMISSIONS / "wrong").glob("*.py")),
-         "attention_numpy": sorted((SUBMISSIONS / "numpy" / "wrong").glob("*.py"))}
+# Every assignment with a catalogue ships a table; each is held to the same promises.
+TRACKS = [n for n in assignment_names() if catalogue_for(load_assignment(n)) is not None]
+WRONG = {n: corpus_files(n)[0] for n in TRACKS}
 
 
 def _header(assignment) -> tuple[str, dict]:
@@ -53,9 +54,9 @@ def _all_record_keys(assignment) -> set[str]:
     ref = assignment.load_reference()
     env = {n: getattr(ref, n, None) for n in list(assignment.api) + list(assignment.answers)}
     session = Session(assignment)
-    with session, recording({}):
-        for q in assignment.questions:
-            run_question(assignment, q.id, env, include_hidden=True)
+    context = CheckContext(Mode.RECORD, session=session, recording=Recording())
+    for q in assignment.questions:
+        run_question(assignment, q.id, env, include_hidden=True, context=context)
     return {r.key.hex() for rs in session.passed.values() for r in rs}
 
 

@@ -13,8 +13,7 @@ import sys
 import pytest
 import yaml
 
-from helpers import (QUESTIONS, SUBMISSIONS, WRITTEN_MAX, cli_in_process, run_cli,
-                     run_workflow_step)
+from helpers import (QUESTIONS, SUBMISSIONS, WRITTEN_MAX, cli_in_process, run_workflow_step)
 from hostile_names import (FORMAT_ANSWER, FORMAT_MESSAGE_SHOWN, FORMAT_RAISE, FORMAT_RAW,
                            forger_source)
 from autograder.platforms.actions.run import WORKFLOW_PATH, workflow_yaml

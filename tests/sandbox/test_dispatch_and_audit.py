@@ -17,13 +17,12 @@ import os
 import shutil
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 import torch
 
-from helpers import AUTOGRADED_MAX, GRADED, MAX_SCORE, QUESTIONS, SUBMISSIONS
+from helpers import AUTOGRADED_MAX, MAX_SCORE, SUBMISSIONS
 from autograder.feedback.contract import submission_json
 
 HOSTILE = SUBMISSIONS / "hostile"

@@ -318,13 +318,12 @@ def test_diagnosis_keeps_no_huge_outcome_and_a_bounded_total():
     small = {"output": torch.zeros(4)}
     huge = {"output": torch.zeros(diagnose.RECORD_FLOOR // 4 + 1)}   # beyond the floor
     session = diagnose.Session(assignment=None)
-    with session:
-        diagnose.note_check(SimpleNamespace(function="f", got=huge, expected=small), True)
-        assert session.passed == {} and session.kept_bytes == 0
-        fair = {"output": torch.zeros(diagnose.RECORD_FLOOR // 4)}
-        n = diagnose.KEPT_BYTES // diagnose.RECORD_FLOOR
-        for _ in range(n + 5):
-            diagnose.note_check(SimpleNamespace(function="f", got=fair, expected=fair), True)
+    session.note(SimpleNamespace(function="f", got=huge, expected=small), True)
+    assert session.passed == {} and session.kept_bytes == 0
+    fair = {"output": torch.zeros(diagnose.RECORD_FLOOR // 4)}
+    n = diagnose.KEPT_BYTES // diagnose.RECORD_FLOOR
+    for _ in range(n + 5):
+        session.note(SimpleNamespace(function="f", got=fair, expected=fair), True)
     assert len(session.passed["f"]) == n and session.kept_bytes == diagnose.KEPT_BYTES
 
 

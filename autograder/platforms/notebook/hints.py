@@ -2,14 +2,15 @@
 otter's own grading.
 
 Otter runs a question's cases in the student's kernel, one question at a time, outside the
-grader's runner: no diagnosis session collects the checks there, so nothing would be named.
-When a check fails there, `Question.check` asks `hint` here: it runs the public cases once on
-the student's current functions (those of the namespace the failing function was defined in) as
-`autograder check` does (the same `run_question`, the same shipped table of mistakes'
-outcomes) and returns that check's "likely mistake" line, which otter then shows with the
-message, and shows its heatmaps (`autograder.pictures`) under the cell. So a notebook names what
-`check` names, in the same words. The run is kept for as long as the student's functions are
-the same objects; what their code prints meanwhile is not shown.
+grader's runner: its checks run in the NOTEBOOK context (`checking.context`), with no
+diagnosis session to name mistakes afterwards. When a check fails there, the context asks
+`NOTEBOOK_NAMER.hint`: it runs the public cases once on the student's current functions (those
+of the namespace the failing function was defined in) as `autograder check` does (the same
+`run_question` in the CHECK context, the same shipped table of mistakes' outcomes) and returns
+that check's "likely mistake" line, which otter then shows with the message, and shows its
+heatmaps (`autograder.pictures`) under the cell. So a notebook names what `check` names, in
+the same words. The run is kept for as long as the student's functions are the same objects;
+what their code prints meanwhile is not shown.
 
 Otter prints a failing case as "Error at line N in test Q:", the line of the question file that
 raised, then `CheckFailed: <message>`: the question file's own code above the one line a student
@@ -22,12 +23,9 @@ import contextlib
 import io
 from typing import Any
 
+from ...checking.context import CheckContext, Mode
 from ...diagnose import Session
 from ...grading.questions import run_question
-
-# The latest run: (the student's functions and answers, {(function, call digest): (hint,
-# picture)}).
-_last: tuple[list, dict] | None = None
 
 
 def _hints(assignment: Any, env: dict) -> dict:
@@ -35,10 +33,11 @@ def _hints(assignment: Any, env: dict) -> dict:
     it."""
     session = Session(assignment)
     session.public_only = True
+    context = CheckContext(Mode.CHECK, session=session)
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        with session:
-            results = {q.id: run_question(assignment, q.id, env, include_hidden=False)
-                       for q in assignment.questions}
+        results = {q.id: run_question(assignment, q.id, env, include_hidden=False,
+                                      context=context)
+                   for q in assignment.questions}
         session.apply(results)
     return {(r.function, r.key): (c.hint, c.picture) for r, c in session.failed
             if c.hint or c.picture}
@@ -58,26 +57,38 @@ def _show(picture: dict) -> None:
         pass
 
 
-def hint(record: Any, student: Any) -> str | None:
-    """The "likely mistake" line `autograder check` gives this failing public check, or None;
-    in a notebook, its heatmaps are shown under the cell (`autograder.pictures`)."""
-    global _last
-    namespace = getattr(student, "__globals__", None)
-    if not isinstance(namespace, dict):
-        return None
-    assignment = record.assignment
-    env = {name: namespace.get(name) for name in list(assignment.api) + list(assignment.answers)}
-    current = list(env.values())
-    if _last is None or len(_last[0]) != len(current) or \
-            any(a is not b for a, b in zip(_last[0], current)):
-        try:
-            _last = (current, _hints(assignment, env))
-        except Exception:  # noqa: BLE001 - a hint never costs the student their check
+class NotebookNamer:
+    """Names the likely mistake of a failing check in the NOTEBOOK context, keeping its latest
+    run: (the student's functions and answers, {(function, call digest): (hint, picture)})."""
+
+    def __init__(self) -> None:
+        self._last: tuple[list, dict] | None = None
+
+    def hint(self, record: Any, student: Any) -> str | None:
+        """The "likely mistake" line `autograder check` gives this failing public check, or
+        None; in a notebook, its heatmaps are shown under the cell (`autograder.pictures`)."""
+        namespace = getattr(student, "__globals__", None)
+        if not isinstance(namespace, dict):
             return None
-    line, picture = _last[1].get((record.function, record.key), (None, None))
-    if picture:
-        _show(picture)
-    return line or None
+        assignment = record.assignment
+        env = {name: namespace.get(name)
+               for name in list(assignment.api) + list(assignment.answers)}
+        current = list(env.values())
+        last = self._last
+        if last is None or len(last[0]) != len(current) or \
+                any(a is not b for a, b in zip(last[0], current)):
+            try:
+                last = self._last = (current, _hints(assignment, env))
+            except Exception:  # noqa: BLE001 - a hint never costs the student their check
+                return None
+        line, picture = last[1].get((record.function, record.key), (None, None))
+        if picture:
+            _show(picture)
+        return line or None
+
+
+# The notebook's kernel runs one student's functions: one namer, for as long as it runs.
+NOTEBOOK_NAMER = NotebookNamer()
 
 
 def plain_messages() -> None:
