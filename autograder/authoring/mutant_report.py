@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from ..diagnose.catalogue import catalogue_path
+from ..model.assignment import Assignment
 from ..model.safetext import shown_path
 from .mutants import (EQUIVALENT, HIDDEN, NOT_CAUGHT, OUTCOMES, PUBLIC, STOPPED, Analysis,
                       MutantResult, analyse, require_reference)
