@@ -64,16 +64,19 @@ def _layout(value: Any) -> Any:
 def reference_baseline(assignment: Assignment) -> Baseline:
     """Grade the reference on every case (warming the caches of expected outcomes that the
     workers inherit) and keep its checks; ReferenceFails if it does not pass them all."""
+    from ..checking.context import CheckContext, Mode
     from ..grading.grade import student_env
-    from ..grading.runner import run_question
+    from ..grading.questions import run_question
 
     ref = assignment.load_reference()
     env = student_env(assignment, ref)
     session = Session(assignment)
+    # The reference run as a student's check is: in this process, its checks kept by `session`.
+    context = CheckContext(Mode.CHECK, session=session)
     failing, public, hidden = [], 0, 0
-    with session, quietly():
+    with quietly():
         for q in assignment.questions:
-            result = run_question(assignment, q.id, env, include_hidden=True)
+            result = run_question(assignment, q.id, env, include_hidden=True, context=context)
             for c in result.cases:
                 public += not c.hidden
                 hidden += bool(c.hidden)
@@ -109,6 +112,7 @@ def grade_mutant(baseline: Baseline, mutant: Mutant) -> dict:
     names on them) and, when it fails none, how it differs from the reference on fresh inputs
     (None: nowhere)."""
     from ..grading.grade import student_env
+    from ..checking.context import Mode
     from ..grading.runner import grade_functions
 
     start = time.monotonic()
@@ -119,7 +123,7 @@ def grade_mutant(baseline: Baseline, mutant: Mutant) -> dict:
                 "failing": [], "named": []}
     env = student_env(baseline.assignment, module)
     result = grade_functions(baseline.assignment, mutant.id, lambda q: env,
-                             include_hidden=True)
+                             include_hidden=True, mode=Mode.CHECK)
     failing = []
     for q in result.questions.values():
         for c in q.cases:
