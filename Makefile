@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install system-deps demo test test-fast snapshot clean
+.PHONY: install system-deps demo test test-fast snapshot lint clean
 
 # pip byte-compiles what it installs on one core; compileall does it on every core (on 2 cores
 # the install took 0.85 of the time: 101 s against 118 s, medians of 3 pairs). As with pip, a
@@ -53,9 +53,17 @@ test: install
 test-fast: install
 	$(PY) -m pytest -q $(PYTEST_PARALLEL) -m "not slow"
 
+# Every folder of assignments/ holding an assignment.toml: an assignment added there is
+# snapshotted and linted like the shipped ones.
+ASSIGNMENTS := $(patsubst assignments/%/assignment.toml,%,$(wildcard assignments/*/assignment.toml))
+
 snapshot: install
-	$(VENV)/bin/autograder snapshot -a attention
-	$(VENV)/bin/autograder snapshot -a attention_numpy
+	@set -e; for a in $(ASSIGNMENTS); do $(VENV)/bin/autograder snapshot -a $$a; done
+
+# Authoring mistakes in every assignment (each runs its reference on every case).
+lint: install
+	@set -e; for a in $(ASSIGNMENTS); do $(VENV)/bin/autograder lint -a $$a >/dev/null; \
+	  echo "$$a: no authoring problems found"; done
 
 clean:
 	rm -rf $(VENV) demo-results

@@ -84,37 +84,69 @@ def _made_once(tmp_path_factory, worker_id: str, name: str,
 
 
 @pytest.fixture(scope="session")
-def corpus_results(tmp_path_factory, worker_id, grade):
-    """Every file of the wrong and correct corpus, graded once in the sandbox: {name: result}.
-    The results go through their JSON form, as the class cache keeps them, so every worker
-    (and a run without xdist) reads the same thing."""
-    from helpers import SUBMISSIONS
+def graded_corpus(tmp_path_factory, worker_id, sandbox):
+    """`graded_corpus(name)`: every file of an assignment's corpus (`helpers.corpus_of`: its
+    wrong/ and correct/ submissions), graded once for the suite in the sandbox, as
+    {file name: result}. The results go through their JSON form, as the class cache keeps
+    them, so every worker (and a run without xdist) reads the same thing."""
+    from helpers import corpus_files
     from autograder.model.results import submission_from_json
 
-    def make(folder: Path) -> dict:
-        files = sorted((SUBMISSIONS / "wrong").glob("*.py")) + \
-            sorted((SUBMISSIONS / "correct").glob("*.py"))
-        results = {f.name: submission_json(grade(f)) for f in files}
-        assert len(results) == len(files), "corpus file names must be unique across folders"
-        return results
+    graded: dict[str, dict] = {}
 
-    made = _made_once(tmp_path_factory, worker_id, "corpus", make)
-    return {name: submission_from_json(row) for name, row in made.items()}
+    def get(name: str) -> dict:
+        if name not in graded:
+            assignment = load_assignment(name)
+
+            def make(folder: Path) -> dict:
+                wrong, correct = corpus_files(name)
+                results = {f.name: submission_json(grade_submission(assignment, f, sandbox))
+                           for f in wrong + correct}
+                assert len(results) == len(wrong) + len(correct), \
+                    "corpus file names must be unique across folders"
+                return results
+
+            made = _made_once(tmp_path_factory, worker_id, f"corpus-{name}", make)
+            graded[name] = {n: submission_from_json(row) for n, row in made.items()}
+        return graded[name]
+
+    return get
 
 
 @pytest.fixture(scope="session")
-def built(tmp_path_factory, worker_id):
-    """`autograder build -a attention` once, as an instructor runs it: the student bundle, the
-    Gradescope zip, the otter zip and the Classroom 50 folder, in one output folder."""
+def corpus_results(graded_corpus):
+    """The torch track's wrong and correct corpus, graded once (`graded_corpus`)."""
+    return graded_corpus("attention")
+
+
+@pytest.fixture(scope="session")
+def built_assignment(tmp_path_factory, worker_id):
+    """`built_assignment(name)`: `autograder build -a NAME` once for the suite, as an
+    instructor runs it: the student bundle, the Gradescope zip, the otter zip and the Classroom
+    50 folder, in one output folder (its path)."""
     from helpers import run_cli
 
-    def make(folder: Path) -> dict:
-        out = folder / "built"
-        r = run_cli("build", "-a", "attention", "--out", str(out))
-        assert r.returncode == 0, r.stdout + r.stderr
-        return {"out": str(out)}
+    made: dict[str, Path] = {}
 
-    return Path(_made_once(tmp_path_factory, worker_id, "built", make)["out"])
+    def get(name: str) -> Path:
+        if name not in made:
+            def make(folder: Path) -> dict:
+                out = folder / "built"
+                r = run_cli("build", "-a", name, "--out", str(out))
+                assert r.returncode == 0, r.stdout + r.stderr
+                return {"out": str(out)}
+
+            made[name] = Path(_made_once(tmp_path_factory, worker_id, f"built-{name}",
+                                         make)["out"])
+        return made[name]
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def built(built_assignment):
+    """`autograder build -a attention`, once for the suite (`built_assignment`)."""
+    return built_assignment("attention")
 
 
 @pytest.fixture(scope="session")
@@ -134,7 +166,7 @@ def hostile_names(tmp_path_factory, worker_id):
 # ------------------------------------------------------------------ pytest-xdist
 # `make test` runs the suite on every core (`-n auto --dist loadfile`): a module's tests stay on
 # one worker, so a module-scoped fixture (a class graded once) is made once per run; what
-# several modules share (`corpus_results`, `built`, `hostile_names`) is made once by
+# several modules share (`graded_corpus`, `built_assignment`, `hostile_names`) is made once by
 # `_made_once`.
 
 

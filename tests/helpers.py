@@ -27,11 +27,85 @@ GRADED = (0, 4)
 WRITTEN = ["why_scale", "why_causal_mask", "why_positions", "why_quadratic"]
 WRITTEN_POINTS = {"why_scale": 3, "why_causal_mask": 3, "why_positions": 2, "why_quadratic": 2}
 WRITTEN_MAX = sum(WRITTEN_POINTS.values())
-# The torch track's autograded points: 22 hidden cases and 20 public ones (the public cases
+# The torch track's autograded points: 22 hidden cases and 25 public ones (the public cases
 # catch every catalogued mistake; docs/naming-mistakes.md).
-AUTOGRADED_MAX = 42
-PUBLIC_MAX = 20
+AUTOGRADED_MAX = 47
+PUBLIC_MAX = 25
 MAX_SCORE = AUTOGRADED_MAX + WRITTEN_MAX
+
+
+# ------------------------------------------------------------------ every assignment
+# Tests about every assignment iterate the folders of assignments/ (an assignment dropped in
+# there is tested like the shipped ones); these say where each one's test material lives.
+
+def assignment_names() -> list[str]:
+    """Every assignment of the project: the folders of assignments/ holding an assignment.toml."""
+    return sorted(d.name for d in (ROOT / "assignments").iterdir()
+                  if (d / "assignment.toml").is_file())
+
+
+# The corpora of the two first assignments predate the convention below and stay where the
+# docs and their tests name them.
+_CORPUS_FOLDERS = {"attention": SUBMISSIONS, "attention_numpy": SUBMISSIONS / "numpy"}
+
+
+def corpus_of(name: str) -> Path | None:
+    """An assignment's corpus of planted mistakes: `tests/submissions/<name>/`, holding
+    `wrong/` (each file with `# loses:`, `# keeps:` and `# diagnosis:` headers, written before
+    it was graded) and `correct/`; None when it has none."""
+    folder = _CORPUS_FOLDERS.get(name, SUBMISSIONS / name)
+    return folder if (folder / "wrong").is_dir() else None
+
+
+def corpus_files(name: str) -> tuple[list[Path], list[Path]]:
+    """(wrong, correct) submissions of an assignment's corpus (empty lists without one)."""
+    folder = corpus_of(name)
+    if folder is None:
+        return [], []
+    return sorted((folder / "wrong").glob("*.py")), sorted((folder / "correct").glob("*.py"))
+
+
+def losing_submission(name: str) -> Path:
+    """A submission that loses points: the assignment's first planted mistake, else its
+    template (not attempted anywhere)."""
+    from autograder.model.assignment import load_assignment
+
+    wrong = corpus_files(name)[0]
+    return wrong[0] if wrong else load_assignment(name).template
+
+
+def autograded_scores(result) -> dict[str, tuple[float, float]]:
+    """{question: (score, max score)} of a result's autograded questions."""
+    return {qid: (q.score, q.max_score) for qid, q in result.questions.items()}
+
+
+# Surfaces on which a dedicated test module already runs an assignment end to end, with more
+# assertions than the tests over every assignment make: those leave that assignment to it
+# (running it twice would only cost the suite's time). An assignment dropped into assignments/
+# is in none of these, so every surface runs on it.
+TESTED_ELSEWHERE: dict[str, dict[str, str]] = {
+    "bundle check": {"attention": "build/test_build.py", "attention_numpy": "test_numpy_track.py"},
+    "notebook": {"attention": "authoring/test_notebook.py",
+                 "attention_numpy": "test_numpy_track.py"},
+    "gradescope": {"attention": "build/test_build.py"},
+    "classroom50": {"attention": "platforms/test_classroom50.py"},
+    "actions": {"attention": "platforms/test_actions.py",
+                "attention_numpy": "test_numpy_track.py"},
+    "otter": {"attention": "build/test_build.py"},
+    "written answers": {"attention": "written/test_written_class.py"},
+    "similarity": {"attention": "course/test_similarity_reading.py"},
+}
+
+
+def assignments_for(surface: str) -> list[str]:
+    """The assignments the tests over every assignment run `surface` on."""
+    return [n for n in assignment_names() if n not in TESTED_ELSEWHERE[surface]]
+
+
+def examples_of(name: str) -> Path | None:
+    """An assignment's example class (`assignments/<name>/examples/`), or None."""
+    folder = ROOT / "assignments" / name / "examples"
+    return folder if folder.is_dir() and any(folder.glob("*.py")) else None
 
 
 def autograded(questions: dict) -> dict:

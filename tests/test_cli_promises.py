@@ -94,6 +94,36 @@ def test_diagnose_eval_exits_non_zero_when_a_target_is_missed(tmp_path):
     assert "names the right mistake: 0/1" in missed.stdout
 
 
+def test_diagnose_eval_never_counts_a_file_that_keeps_every_point_as_named(tmp_path):
+    """A "wrong" file no case catches (here a correct solution whose header says the catalogue
+    knows no mistake in it) is a miss, not "naming nothing is right"."""
+    corpus = tmp_path / "corpus"
+    (corpus / "wrong").mkdir(parents=True)
+    (corpus / "correct").mkdir()
+    (corpus / "wrong" / "uncaught.py").write_text(
+        "# diagnosis: none\n" + (SUBMISSIONS / "correct" / "reference_style.py").read_text())
+    r = cli_in_process("diagnose-eval", "-a", "attention", "--corpus", str(corpus))
+    assert r.returncode != 0, r.stdout
+    assert "names the right mistake: 0/1" in r.stdout
+    assert "MISS uncaught.py" in r.stdout and "no case catches it" in r.stdout
+
+
+def test_diagnose_eval_fails_on_an_internal_error_in_the_corpus(tmp_path):
+    """A public case whose snapshot is gone is an internal error of the grader on every
+    submission: the evaluation says so and exits non-zero, however well the rest is named."""
+    adir = copy_assignment(tmp_path / "attention", "attention")
+    snapshots = adir / "snapshots" / "block.json"
+    entries = json.loads(snapshots.read_text())
+    snapshots.write_text(json.dumps({k: v for k, v in entries.items()
+                                     if k != sorted(entries)[0]}))
+    r = cli_in_process("diagnose-eval", "-a", str(adir), "--corpus",
+                       str(_corpus(tmp_path, "scale_by_dk")))
+    assert r.returncode != 0, r.stdout
+    assert "INTERNAL ERROR of the grader" in r.stdout
+    assert "attention_divides_by_dk.py: block" in r.stdout
+    assert "reference_style.py: block" in r.stdout
+
+
 # ------------------------------------------------------------------ Gradescope conversion
 
 @pytest.fixture(scope="module")

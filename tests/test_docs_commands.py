@@ -361,6 +361,12 @@ def test_following_the_pages_leaves_nothing_untracked(page_runs):
         # What a page has the reader write (`<!-- file: PATH -->`), with the snapshots and the
         # notebook made for it, is the reader's own work, to commit.
         shown = {b.file for b in ALL_BLOCKS[page] if b.file}
+        # ... and so is an assignment `autograder new NAME` started for the reader.
+        started = {m for b in ALL_BLOCKS[page] if b.lang == "sh"
+                   for m in re.findall(r"autograder new (\w+)", b.text)}
+        shown |= {f"{place}/{name}.py" for name in started
+                  for place in ("reference", "student_template")}
+        shown |= {f"assignments/{name}/assignment.toml" for name in started}
         own = shown | {f[:-3] + ".ipynb" for f in shown if f.endswith(".py")}
         folders = tuple(f.rsplit("/", 1)[0] + "/" for f in shown if f.endswith("assignment.toml"))
         made = [p.relative_to(run.root).as_posix() for p in run.root.rglob("*")

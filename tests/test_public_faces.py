@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import re
 
 import pytest
 
@@ -73,3 +74,21 @@ def test_the_faces_are_documented_for_authors():
         text = page.read_text()
         missing = [n for n in PINNED[module] if f"`{n}" not in text]
         assert not missing, (page.name, missing)
+
+
+def test_the_reference_page_lists_every_name_of_both_faces():
+    """docs/authoring-reference.md lists each name of each face under that face's heading, and
+    nothing outside the faces as if it were one of them."""
+    text = (ROOT / "docs" / "authoring-reference.md").read_text()
+    parts = text.split("## `autograder.catalogue`")
+    assert len(parts) == 2
+    for module, part in zip(("autograder.cases", "autograder.catalogue"), parts):
+        rows = [line for line in part.splitlines() if line.startswith("| `")]
+        named = set()
+        for row in rows:
+            for code in re.findall(r"`([A-Za-z_][\w.]*)", row.split(" | ")[0]):
+                named.add(code.split(".")[0] if not code.startswith(("q.", "catalogue.",
+                                                                      "family.")) else code)
+        faces = set(PINNED[module])
+        missing = faces - named
+        assert not missing, (module, missing)

@@ -32,6 +32,14 @@ from autograder.catalogue import (Catalogue, all_of, any_of, axis_detail, change
 catalogue = Catalogue()
 mistake = catalogue.variant
 
+# The code constructs some mistakes are made with (regular expressions on the student's code,
+# comments and strings left out): without one in the code a case runs, the mistake is named
+# only where its variant reproduces the outcome exactly (a rule: never).
+_DOT_T = r"\.T\b|\.t\(\s*\)"
+_FILL_1E4 = r"\b1(\.0*)?e\+?0*4\b|\b10_?000(\.0*)?\b"
+_FLOAT32 = (r"float32|\.float\(|FloatTensor|\.half\(|float16|bfloat16|\.to\(|\.type\("
+            r"|\.numpy\(|tolist\(|\btensor\(|as_tensor\(|from_numpy\(|\b(zeros|ones|empty|full)\(")
+
 
 # ------------------------------------------------------------------ softmax
 # One softmax with knobs: each mistake below turns some of them, and mistakes that turn
@@ -40,17 +48,25 @@ mistake = catalogue.variant
 # Ways of taking the row maximum. The values agree; the gradients differ on ties (max routes
 # them to one element, amax shares them) and when the maximum is detached. In a right softmax
 # that gradient cancels out; in some mistakes below it does not, so those need all three.
-_ROW_MAX = [lambda x, dim: x.amax(dim=dim, keepdim=True),
-            lambda x, dim: x.max(dim=dim, keepdim=True).values,
-            lambda x, dim: x.amax(dim=dim, keepdim=True).detach()]
+_ROW_MAX = [lambda x, dim, keep: x.amax(dim=dim, keepdim=keep),
+            lambda x, dim, keep: x.max(dim=dim, keepdim=keep).values,
+            lambda x, dim, keep: x.amax(dim=dim, keepdim=keep).detach()]
+# `dim` not passed at all: a default of the student's own (`default`) then decides the axis.
+_NOT_PASSED = object()
 
 
 @catalogue.family("softmax")
-def softmax_family(ref, x, dim=-1, *, shift="row", row_max=0, over="dim", sum_over="dim",
-                   detach_sum=False):
+def softmax_family(ref, x, dim=_NOT_PASSED, *, shift="row", row_max=0, over="dim",
+                   sum_over="dim", detach_sum=False, default=-1, keep_max=True,
+                   keep_sum=True):
+    if dim is _NOT_PASSED:
+        dim = default
+    if dim is None:         # a default of None: every reduction over the whole tensor
+        shift = "global" if shift == "row" else shift
+        sum_over = "all"
     d = -1 if over == "last" else dim
     if shift == "row":
-        m = _ROW_MAX[row_max](x, d)
+        m = _ROW_MAX[row_max](x, d, keep_max)
     elif shift == "global":
         m = x.max()
     elif shift == "min":
@@ -58,7 +74,7 @@ def softmax_family(ref, x, dim=-1, *, shift="row", row_max=0, over="dim", sum_ov
     else:
         m = 0
     e = torch.exp(x - m)
-    s = e.sum() if sum_over == "all" else e.sum(dim=d, keepdim=True)
+    s = e.sum() if sum_over == "all" else e.sum(dim=d, keepdim=keep_sum)
     return e / (s.detach() if detach_sum else s)
 
 
@@ -96,6 +112,29 @@ for _i in range(len(_ROW_MAX)):
     softmax_family.mistake("softmax_detached_sum", alternative=_i, row_max=_i, detach_sum=True)
 softmax_family.mistake("softmax_sum_all", alternative=len(_ROW_MAX), shift="global",
                        sum_over="all")      # everything global
+# A softmax whose own default axis is not the last: right where `dim` is given, wrong where it
+# is left out (below, also in an attention that leaves it out).
+catalogue.describe(
+    "softmax_default_axis", name="softmax's default dimension is not the last one",
+    hint="A call without `dim` must normalise over the last dimension: write `def softmax(x, "
+         "dim=-1)`. A default of None normalises the whole tensor at once, and a fixed index "
+         "such as 0 or 1 is the last dimension for one number of dimensions only; the calls "
+         "that pass `dim` are right already.",
+    leaves_others_right=True)
+_DEFAULTS = [None, 0, 1]
+for _i, _default in enumerate(_DEFAULTS):
+    softmax_family.mistake("softmax_default_axis", alternative=_i, default=_default)
+catalogue.describe(
+    "softmax_no_keepdim",
+    name="the softmax's maximum or sum drops the reduced dimension (no keepdim=True)",
+    hint="`x.max(dim=dim).values` and `e.sum(dim=dim)` remove the dimension they reduce, so "
+         "subtracting or dividing lines the result up with the wrong axis: each row gets "
+         "another row's maximum or sum (or the shapes clash). Keep the dimension: "
+         "`x.amax(dim=dim, keepdim=True)` and `e.sum(dim=dim, keepdim=True)`.")
+for _i, (_keep_max, _keep_sum) in enumerate([(False, True), (True, False), (False, False)]):
+    for _j in range(2):     # amax or max(...).values: their gradients differ on ties
+        softmax_family.mistake("softmax_no_keepdim", alternative=2 * _i + _j, row_max=_j,
+                               keep_max=_keep_max, keep_sum=_keep_sum)
 
 
 # ------------------------------------------------------------------ scaled dot-product attention
@@ -119,6 +158,8 @@ def attention_family(ref, q, k, v, mask=None, *, scale="sqrt_dk", keys="transpos
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")     # torch deprecates .T beyond 2-D
             scores = q @ k.T
+    elif keys == "none":
+        scores = q @ k
     else:
         scores = q @ k.transpose(-2, -1)
     s = _scale(scale, q, k, v)
@@ -135,7 +176,11 @@ def attention_family(ref, q, k, v, mask=None, *, scale="sqrt_dk", keys="transpos
             scores = scores + mask.to(scores.dtype) * -1e4
         elif masking == "add_bool":         # the boolean mask itself added: +1 where blocked
             scores = scores + mask
-    weights = ref.softmax(scores, dim=dim)
+    if dim is None:     # a softmax over every score at once
+        e = torch.exp(scores - scores.max())
+        weights = e / e.sum()
+    else:
+        weights = ref.softmax(scores, dim=dim)
     if scale_after:
         weights = weights / s
     if mask is not None and masking == "after":
@@ -167,15 +212,26 @@ attention_family.mistake(
     hint="Dividing the weights instead of the scores leaves rows that sum to 1/sqrt(d_k). "
          "Divide q @ k^T by `math.sqrt(d_k)` before the softmax.")
 attention_family.mistake(
-    "key_dot_T", keys="T", name="keys transposed with k.T",
+    "key_dot_T", keys="T", construct=_DOT_T, name="keys transposed with k.T",
     hint="`.T` reverses every dimension, so it only works for 2-D tensors. Swap the last "
          "two with `k.transpose(-2, -1)`.")
+attention_family.mistake(
+    "keys_not_transposed", keys="none", name="keys not transposed (q @ k instead of q @ k^T)",
+    hint="Each score is a query's dot product with a key, so the keys' last two dimensions "
+         "must be swapped: `q @ k.transpose(-2, -1)`. Without it, q @ k fails unless d_k "
+         "happens to equal the number of keys, and then gives wrong numbers.")
 attention_family.mistake(
     "weights_wrong_axis", dim=-2,
     name="softmax over the query axis instead of the key axis",
     hint="Each query's weights over the keys must sum to 1: softmax over the last dimension "
          "(dim=-1), not dim=-2.")
 attention_family.mistake("weights_wrong_axis", alternative=1, dim=-2, fill=_FINFO_MIN)
+# ... and an attention that calls that softmax without `dim`: its weights normalised the same
+# way (the reference's attention passes `dim`, so the softmax's variant alone leaves it right).
+for _i, _default in enumerate(_DEFAULTS):
+    softmax_family.mistake("softmax_default_axis", alternative=3 + _i, default=_default)
+    attention_family.mistake("softmax_default_axis", alternative=3 + _i, dim=_default)
+
 attention_family.mistake(
     "returns_output_only", returns="output", name="attention returns only the output",
     hint="Return both tensors, in this order: `return output, weights`.")
@@ -221,7 +277,7 @@ attention_family.mistake(
     hint="exp(0) = 1, so blocked positions still get weight. Fill them with `float('-inf')` "
          "(or a very negative number) before the softmax.")
 attention_family.mistake(
-    "mask_fill_too_small", fill=-1e4,
+    "mask_fill_too_small", fill=-1e4, construct=_FILL_1E4,
     name="blocked scores filled with -1e4, which large scores outweigh",
     hint="A finite fill only blocks when it is far below every real score: with scores of "
          "size 1e4 a blocked position filled with (or shifted by) -1e4 still gets weight. "
@@ -396,10 +452,12 @@ for _i, _w in enumerate([("w_q", "w_q", "w_v"), ("w_q", "w_k", "w_k"), ("w_q", "
 
 @catalogue.family("layer_norm")
 def layer_norm_family(ref, x, gamma, beta, eps=1e-5, *, unbiased=False, eps_outside=False,
-                      eps_used="given", over="last", stats_grad=True):
+                      eps_used="given", over="last", stats_grad=True, keep_mean=True,
+                      keep_var=True, sqrt=True):
     """The reference layer norm with knobs: the variance, where eps goes (and which eps: the
-    one given, a fixed 1e-5, or none), the dimensions the statistics are taken over, and
-    whether gradients flow through them."""
+    one given, a fixed 1e-5, or none), the dimensions the statistics are taken over, whether
+    gradients flow through them, whether the mean and the variance keep their dimension, and
+    whether the square root is taken."""
     eps = {"given": eps, "fixed": 1e-5, "none": 0.0}[eps_used]
     dims = {"last": (-1,), "tokens": (-2,), "batch": (0,),
             "all": tuple(range(x.ndim))}[over]
@@ -407,7 +465,14 @@ def layer_norm_family(ref, x, gamma, beta, eps=1e-5, *, unbiased=False, eps_outs
         mean = x.mean(dim=dims, keepdim=True)
         var = x.var(dim=dims, keepdim=True, unbiased=True) if unbiased else \
             ((x - mean) ** 2).mean(dim=dims, keepdim=True)
-    std = torch.sqrt(var) + eps if eps_outside else torch.sqrt(var + eps)
+        if not keep_var:
+            var = var.squeeze(dims)
+        if not keep_mean:
+            mean = mean.squeeze(dims)
+    if not sqrt:
+        std = var + eps
+    else:
+        std = torch.sqrt(var) + eps if eps_outside else torch.sqrt(var + eps)
     return (x - mean) / std * gamma + beta
 
 
@@ -437,6 +502,21 @@ layer_norm_family.mistake(
          "dimension (`dim=-1, keepdim=True`), not over the tokens (dim=-2 or 1) or the batch "
          "(dim=0).")
 layer_norm_family.mistake("layer_norm_wrong_axis", alternative=1, over="batch")
+catalogue.describe(
+    "layer_norm_no_keepdim",
+    name="layer norm statistics without keepdim=True",
+    hint="`x.mean(dim=-1)` and `x.var(dim=-1)` remove the last dimension, so (..., T) "
+         "statistics meet (..., T, d) values along the wrong axis: each token gets another "
+         "token's mean or variance (or the shapes clash). Keep the dimension: "
+         "`x.mean(dim=-1, keepdim=True)`, `x.var(dim=-1, keepdim=True, unbiased=False)`.")
+for _i, (_keep_mean, _keep_var) in enumerate([(True, False), (False, True), (False, False)]):
+    layer_norm_family.mistake("layer_norm_no_keepdim", alternative=_i, keep_mean=_keep_mean,
+                              keep_var=_keep_var)
+layer_norm_family.mistake(
+    "layer_norm_no_sqrt", sqrt=False,
+    name="layer norm divides by the variance instead of the standard deviation",
+    hint="Normalise by the standard deviation: divide x - mean by `torch.sqrt(var + eps)`, "
+         "not by `var + eps`.")
 layer_norm_family.mistake(
     "stats_without_grad", stats_grad=False, name="layer norm statistics computed without gradient",
     hint="The mean and variance depend on x, so gradients must flow through them: do not "
@@ -527,6 +607,7 @@ catalogue.rule(
 
 catalogue.rule(
     "float32_cast", when=any_of(lowered_precision, mixed_precision_error, computed_in_float32),
+    construct=_FLOAT32,
     name="float64 inputs converted to float32",
     hint="Keep the input's dtype: no `.float()` or `dtype=torch.float32` on the inputs (casting "
          "the result back to float64 does not bring the lost digits back); new tensors can "
@@ -534,6 +615,7 @@ catalogue.rule(
 
 catalogue.rule(
     "float32_rounding", when=all_of(float32_rounding, not_(computed_in_float32)),
+    construct=_FLOAT32,
     name="float32 rounding inside float64 maths",
     hint="Your float64 result carries float32 rounding: a float32 constant or cast entered the "
          "computation, e.g. `torch.tensor(d_k)` or `torch.FloatTensor([d])` (both float32). "

@@ -19,6 +19,14 @@ from autograder.catalogue import (Catalogue, all_of, axis_detail, changed_input,
 
 catalogue = Catalogue()
 
+# The code constructs some mistakes are made with (regular expressions on the student's code,
+# comments and strings left out): without one in the code a case runs, the mistake is named
+# only where its variant reproduces the outcome exactly (a rule: never).
+_DOT_T = r"\.T\b|\.transpose\(\s*\)|\btranspose\(\s*\w+\s*\)"
+_FILL_1E4 = r"\b1(\.0*)?e\+?0*4\b|\b10_?000(\.0*)?\b"
+_FLOAT32 = (r"float32|float16|single|half|astype|asarray\(|\barray\(|\bdtype\b"
+            r"|\b(zeros|ones|empty|full)\(")
+
 
 def _swap(a):
     return np.swapaxes(a, -2, -1)
@@ -26,14 +34,24 @@ def _swap(a):
 
 # ------------------------------------------------------------------ softmax
 
+# `axis` not passed at all: a default of the student's own (`default`) then decides the axis.
+_NOT_PASSED = object()
+
+
 @catalogue.family("softmax")
-def softmax_family(ref, x, axis=-1, *, shift="row", over="axis", sum_over="axis"):
+def softmax_family(ref, x, axis=_NOT_PASSED, *, shift="row", over="axis", sum_over="axis",
+                   default=-1, keep_max=True, keep_sum=True):
+    if axis is _NOT_PASSED:
+        axis = default
+    if axis is None:        # a default of None: every reduction over the whole array
+        shift = "global" if shift == "row" else shift
+        sum_over = "all"
     a = -1 if over == "last" else axis
-    m = {"row": lambda: x.max(axis=a, keepdims=True), "global": lambda: x.max(),
+    m = {"row": lambda: x.max(axis=a, keepdims=keep_max), "global": lambda: x.max(),
          "min": lambda: x.min(axis=a, keepdims=True), "none": lambda: 0}[shift]()
     with np.errstate(all="ignore"):     # the mistakes overflow; that is what they show
         e = np.exp(x - m)
-        s = e.sum() if sum_over == "all" else e.sum(axis=a, keepdims=True)
+        s = e.sum() if sum_over == "all" else e.sum(axis=a, keepdims=keep_sum)
         return e / s
 
 
@@ -64,6 +82,28 @@ softmax_family.mistake(
     hint="Normalise each slice along `axis` on its own: `e.sum(axis=axis, keepdims=True)`, "
          "not `e.sum()` or `np.sum(e)`.")
 softmax_family.mistake("softmax_sum_all", alternative=1, shift="global", sum_over="all")
+# A softmax whose own default axis is not the last: right where `axis` is given, wrong where it
+# is left out (below, also in an attention that leaves it out).
+catalogue.describe(
+    "softmax_default_axis", name="softmax's default dimension is not the last one",
+    hint="A call without `axis` must normalise over the last axis: write `def softmax(x, "
+         "axis=-1)`. A default of None normalises the whole array at once, and a fixed index "
+         "such as 0 or 1 is the last axis for one number of dimensions only; the calls that "
+         "pass `axis` are right already.",
+    leaves_others_right=True)
+_DEFAULTS = [None, 0, 1]
+for _i, _default in enumerate(_DEFAULTS):
+    softmax_family.mistake("softmax_default_axis", alternative=_i, default=_default)
+catalogue.describe(
+    "softmax_no_keepdim",
+    name="the softmax's maximum or sum drops the reduced dimension (no keepdim=True)",
+    hint="`x.max(axis=axis)` and `e.sum(axis=axis)` remove the axis they reduce, so "
+         "subtracting or dividing lines the result up with the wrong axis: each row gets "
+         "another row's maximum or sum (or the shapes clash). Keep the axis: "
+         "`x.max(axis=axis, keepdims=True)` and `e.sum(axis=axis, keepdims=True)`.")
+for _i, (_keep_max, _keep_sum) in enumerate([(False, True), (True, False), (False, False)]):
+    softmax_family.mistake("softmax_no_keepdim", alternative=_i, keep_max=_keep_max,
+                           keep_sum=_keep_sum)
 
 
 # ------------------------------------------------------------------ scaled dot-product attention
@@ -79,7 +119,7 @@ def _scale(name, q, k, v):
 def attention_family(ref, q, k, v, mask=None, *, scale="sqrt_dk", keys="swap", fill=-np.inf,
                      masking="fill", axis=-1, scale_after=False, returns="both"):
     """The reference attention with knobs, as in the torch track's catalogue."""
-    scores = q @ (k.T if keys == "T" else _swap(k))
+    scores = q @ {"T": lambda: k.T, "none": lambda: k, "swap": lambda: _swap(k)}[keys]()
     s = _scale(scale, q, k, v)
     if not scale_after:
         scores = scores / s
@@ -92,7 +132,12 @@ def attention_family(ref, q, k, v, mask=None, *, scale="sqrt_dk", keys="swap", f
             scores = scores + mask.astype(scores.dtype) * scores.dtype.type(-1e4)
         elif masking == "add_bool":
             scores = scores + mask
-    weights = ref.softmax(scores, axis)
+    if axis is None:    # a softmax over every score at once
+        with np.errstate(all="ignore"):
+            e = np.exp(scores - scores.max())
+            weights = e / e.sum()
+    else:
+        weights = ref.softmax(scores, axis)
     if scale_after:
         weights = weights / s
     if mask is not None and masking == "after":
@@ -122,13 +167,23 @@ attention_family.mistake(
     hint="Dividing the weights instead of the scores leaves rows that sum to 1/sqrt(d_k). "
          "Divide q @ k^T by `math.sqrt(d_k)` before the softmax.")
 attention_family.mistake(
-    "key_dot_T", keys="T", name="keys transposed with k.T",
+    "key_dot_T", keys="T", construct=_DOT_T, name="keys transposed with k.T",
     hint="`.T` reverses every axis, so it only works for 2-D arrays. Swap the last two with "
          "`np.swapaxes(k, -2, -1)`.")
+attention_family.mistake(
+    "keys_not_transposed", keys="none", name="keys not transposed (q @ k instead of q @ k^T)",
+    hint="Each score is a query's dot product with a key, so the keys' last two axes must be "
+         "swapped: `q @ np.swapaxes(k, -2, -1)`. Without it, q @ k fails unless d_k happens to "
+         "equal the number of keys, and then gives wrong numbers.")
 attention_family.mistake(
     "weights_wrong_axis", axis=-2, name="softmax over the query axis instead of the key axis",
     hint="Each query's weights over the keys must sum to 1: softmax over the last axis "
          "(axis=-1), not axis=-2 or a fixed axis such as 1.")
+# ... and an attention that calls that softmax without `axis`: its weights normalised the same
+# way (the reference's attention passes the axis, so the softmax's variant alone leaves it right).
+for _i, _default in enumerate(_DEFAULTS):
+    softmax_family.mistake("softmax_default_axis", alternative=3 + _i, default=_default)
+    attention_family.mistake("softmax_default_axis", alternative=3 + _i, axis=_default)
 attention_family.mistake(
     "returns_output_only", returns="output", name="attention returns only the output",
     hint="Return both arrays, in this order: `return output, weights`.")
@@ -175,7 +230,7 @@ attention_family.mistake(
     hint="exp(0) = 1, so blocked positions still get weight. Set them to `-np.inf` (or a very "
          "negative number) before the softmax: `np.where(mask, -np.inf, scores)`.")
 attention_family.mistake(
-    "mask_fill_too_small", fill=-1e4,
+    "mask_fill_too_small", fill=-1e4, construct=_FILL_1E4,
     name="blocked scores filled with -1e4, which large scores outweigh",
     hint="A finite fill only blocks when it is far below every real score: with scores of "
          "size 1e4 a blocked position filled with (or shifted by) -1e4 still gets weight. "
@@ -335,12 +390,20 @@ for _i, _w in enumerate([("w_q", "w_q", "w_v"), ("w_q", "w_k", "w_k"), ("w_q", "
 
 @catalogue.family("layer_norm")
 def layer_norm_family(ref, x, gamma, beta, eps=1e-5, *, unbiased=False, eps_outside=False,
-                      eps_used="given", over="last"):
+                      eps_used="given", over="last", keep_mean=True, keep_var=True,
+                      sqrt=True):
     eps = x.dtype.type({"given": eps, "fixed": 1e-5, "none": 0.0}[eps_used])
     axes = {"last": (-1,), "tokens": (-2,), "batch": (0,), "all": None}[over]
     mean = x.mean(axis=axes, keepdims=True)
     var = x.var(axis=axes, keepdims=True, ddof=1 if unbiased else 0)
-    std = np.sqrt(var) + eps if eps_outside else np.sqrt(var + eps)
+    if not keep_var:
+        var = np.squeeze(var, axis=axes)
+    if not keep_mean:
+        mean = np.squeeze(mean, axis=axes)
+    if not sqrt:
+        std = var + eps
+    else:
+        std = np.sqrt(var) + eps if eps_outside else np.sqrt(var + eps)
     return (x - mean) / std * gamma + beta
 
 
@@ -370,6 +433,21 @@ layer_norm_family.mistake(
          "axis (`axis=-1, keepdims=True`), not over the tokens (axis=-2 or 1) or the batch "
          "(axis=0).")
 layer_norm_family.mistake("layer_norm_wrong_axis", alternative=1, over="batch")
+catalogue.describe(
+    "layer_norm_no_keepdim",
+    name="layer norm statistics without keepdim=True",
+    hint="`x.mean(axis=-1)` and `x.var(axis=-1)` (or `np.std`) remove the last axis, so "
+         "(..., T) statistics meet (..., T, d) values along the wrong axis: each token gets "
+         "another token's mean or variance (or the shapes clash). Keep the axis: "
+         "`x.mean(axis=-1, keepdims=True)`, `x.var(axis=-1, keepdims=True)`.")
+for _i, (_keep_mean, _keep_var) in enumerate([(True, False), (False, True), (False, False)]):
+    layer_norm_family.mistake("layer_norm_no_keepdim", alternative=_i, keep_mean=_keep_mean,
+                              keep_var=_keep_var)
+layer_norm_family.mistake(
+    "layer_norm_no_sqrt", sqrt=False,
+    name="layer norm divides by the variance instead of the standard deviation",
+    hint="Normalise by the standard deviation: divide x - mean by `np.sqrt(var + eps)`, not by "
+         "`var + eps`.")
 
 # Once some case needs both, they are named on every failing case they explain.
 catalogue.combination(("unbiased_variance", "eps_outside_sqrt"), "layer_norm")(
@@ -451,7 +529,7 @@ block_family.mistake(
 # ------------------------------------------------------------------ any function
 
 catalogue.rule(
-    "float32_cast", when=lowered_precision,
+    "float32_cast", when=lowered_precision, construct=_FLOAT32,
     name="float64 inputs converted to float32",
     hint="Keep the input's dtype: no `.astype(np.float32)` or `dtype=np.float32`; new arrays "
          "can take `dtype=x.dtype`.")

@@ -1,1 +1,1 @@
-"""Authoring an assignment: the lint that catches mistakes before students see them, the snapshots of the public cases' expected values, and the notebook generated from the template."""
+"""Authoring an assignment: `autograder new`'s scaffold, the lint that catches mistakes before students see them (and how it names the author's files), the snapshots of the public cases' expected values, and the notebook generated from the template."""

@@ -6,19 +6,23 @@ Each finding names the file, the line and the fix. Checked:
   otherwise be ignored without a word), and the required keys;
 * each question file: its `name` (and the name given to `Question(...)`) is the question's id
   (else its snapshots are recorded under the other name and every student is told the grader
-  could not run the case); a hidden case carries points;
+  could not run the case); a hidden case carries points; its cases give no more than its
+  `points` (otter refuses such a file);
 * each question's `functions` are defined by the template (else the notebook gets a stub cell
   for a function students were never given);
 * each public case's snapshot exists and, when the reference is at hand, is what the reference
   records today (stale snapshots make public cases fail as grader errors);
 * every case, hidden ones included, names a function the template defines and, when the
-  reference is at hand, passes against it (`lint_cases.py`);
+  reference is at hand, passes against it (`lint_cases.py`) with inputs a student's process
+  can be sent (`travel.py`);
 * each platform's settings (its table of `assignment.toml`), by the platform's own lint
   (`platforms/<name>/__init__.py`: Gradescope's `hidden_visibility` keeps hidden points out of
   the total students see before grades are published);
 * with the reference at hand, the catalogue of known mistakes (`lint_catalogue.py`): its rules
   can ship and its table of outcomes on the public cases is fresh;
-* the written questions of `written.toml` (`lint_written.py`).
+* the written questions of `written.toml` (`lint_written.py`);
+* with `mutants` (opt-in: it takes minutes), the mutants of the reference that no case
+  catches (`mutants.py`, as `autograder mutants` finds them).
 
 Only `ast` and `tomllib` read the files, except for the staleness check, which runs the
 reference on the public cases as `autograder snapshot` does (nothing is written).
@@ -29,15 +33,18 @@ import ast
 import difflib
 import json
 import math
+import os
 import re
 import tomllib
 from dataclasses import dataclass, fields
 from pathlib import Path
+from typing import Any, Callable
 
 from ..model.assignment import _resolve, find_assignment_root, parse_answers, parse_api
 from ..model.limits import Limits
 from ..platforms.registry import lint_settings, settings_tables
 from .lint_written import lint_written, toml_finding
+from .paths import project_relative, project_root_of, shown_assignment
 from .lint_cases import function_names
 
 TOP_KEYS = {"name", "title", "student_file", "template", "reference", "mistakes",
@@ -67,9 +74,24 @@ class LintError:
     line: int
     message: str
     fix: str
+    # The author's project (the folder two levels above the assignment's): every path said is
+    # relative to it, so no message prints where the project sits on the author's machine.
+    base: Path | None = None
 
     def __str__(self) -> str:
-        return f"{self.file}:{self.line}: {self.message}; fix: {self.fix}"
+        return f"{self._shown(self.file)}:{self.line}: {self._scrubbed(self.message)}; " \
+               f"fix: {self._scrubbed(self.fix)}"
+
+    def _shown(self, path: Path) -> str:
+        return project_relative(path, self.base) if self.base is not None else str(path)
+
+    def _scrubbed(self, text: str) -> str:
+        """`text` with the project's own absolute path taken out of any path it quotes (a
+        library's error message may quote one)."""
+        if self.base is None:
+            return text
+        base = str(Path(os.path.abspath(self.base)))
+        return text.replace(base + os.sep, "").replace(base, ".")
 
 
 # ------------------------------------------------------------------ assignment.toml
@@ -217,6 +239,7 @@ def _check_question_file(qid: str, path: Path, source: str) -> list[LintError]:
                                     f"not name the question {qid!r}",
                                     f"write `Question(name, ...)` or `Question(\"{qid}\", ...)`"))
     errors += _check_forbidden(path, tree)
+    errors += _check_points(path, tree)
     for node in tree.body:
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
@@ -234,6 +257,39 @@ def _check_question_file(qid: str, path: Path, source: str) -> list[LintError]:
                                         "points (it can fail without costing anything)",
                                         "give it `points=` greater than 0, or make it public"))
     return errors
+
+
+def _number(node: ast.expr | None) -> float | None:
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) \
+            and not isinstance(node.value, bool):
+        return float(node.value)
+    return None
+
+
+def _check_points(path: Path, tree: ast.Module) -> list[LintError]:
+    """The file's `points` against its cases' (otter's rule): cases may not give more than the
+    file allows, or otter refuses to load it. (Fewer is how a student bundle's copy reads once
+    its hidden cases are cut out: a question is worth what its cases give.)"""
+    total = line = None
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 \
+                and isinstance(node.targets[0], ast.Name) and node.targets[0].id == "points":
+            total, line = _number(node.value), node.lineno
+    if total is None:
+        return []
+    given = 0.0
+    for node in tree.body:
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for dec in node.decorator_list:
+            if _is_test_case(dec) and isinstance(dec, ast.Call):
+                points = _keyword(dec, "points", 1)
+                given += _number(points) or 0.0
+    if given > total:
+        return [LintError(path, line, f"the cases give {given:g} points, more than the file's "
+                          f"`points = {total:g}` (otter refuses to load the file)",
+                          f"write `points = {given:g}`, or lower the cases' points")]
+    return []
 
 
 def _check_forbidden(path: Path, tree: ast.Module) -> list[LintError]:
@@ -310,13 +366,13 @@ def _check_snapshots(root: Path, questions: list[tuple[str, Path]], fresh: dict 
             if stored is None or key not in stored:
                 errors.append(LintError(test_file, line, f"the public case's snapshot "
                                         f"{qid}/{key} is missing",
-                                        f"run `autograder snapshot -a {root}`"))
+                                        f"run `autograder snapshot -a {shown_assignment(root)}`"))
             elif fresh is not None and key in fresh.get(qid, {}) \
                     and not _close(stored[key], fresh[qid][key]):
                 errors.append(LintError(test_file, line, f"the public case's snapshot "
                                         f"{qid}/{key} is stale (the reference or the case "
                                         "changed since it was recorded)",
-                                        f"run `autograder snapshot -a {root}`"))
+                                        f"run `autograder snapshot -a {shown_assignment(root)}`"))
     return errors
 
 
@@ -335,17 +391,20 @@ def _record_fresh(root: Path) -> tuple[dict, list[LintError]]:
 
 # ------------------------------------------------------------------ all of it
 
-def lint(name_or_path: str | Path, *, snapshots: bool = True, reference: bool = True
+def lint(name_or_path: str | Path, *, snapshots: bool = True, reference: bool = True,
+         mutants: bool = False, mutants_seen: Callable[[Any], None] | None = None
          ) -> list[LintError]:
     """Every authoring mistake found in the assignment. `snapshots`: check the public cases'
-    snapshots exist; `reference`: also that they are fresh (runs the reference)."""
+    snapshots exist; `reference`: also that they are fresh (runs the reference); `mutants`:
+    once nothing else is found, also grade the reference's mutants and report those no case
+    catches (`mutants_seen` receives the whole analysis, `mutants.Analysis`)."""
     root = find_assignment_root(name_or_path)
     toml_path = root / "assignment.toml"
     text = toml_path.read_text()
     try:
         config = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
-        return [toml_finding(toml_path, e, LintError)]
+        return _relative_to_project([toml_finding(toml_path, e, LintError)], root)
     where = _TomlLines(text)
     errors = _check_toml(toml_path, config, where)
     errors += [LintError(*f) for f in lint_settings(toml_path, config, where.key)]
@@ -378,7 +437,8 @@ def lint(name_or_path: str | Path, *, snapshots: bool = True, reference: bool = 
         if not test_file.is_file():
             errors.append(LintError(toml_path, where.key("question", "id", i),
                                     f"question {qid!r} has no file tests/{qid}.py",
-                                    f"write {test_file}, or correct the id"))
+                                    f"write {shown_assignment(root)}/tests/{qid}.py, or correct "
+                                    "the id"))
             continue
         questions.append((qid, test_file))
         errors += _check_question_file(qid, test_file, test_file.read_text())
@@ -416,8 +476,22 @@ def lint(name_or_path: str | Path, *, snapshots: bool = True, reference: bool = 
             from .lint_catalogue import mistake_errors
 
             errors += [LintError(*found) for found in mistake_errors(root)]
-    return errors
+    if mutants and reference and not errors and config.get("reference"):
+        from ..model.assignment import load_assignment
+        from .mutants import analyse, lint_findings
+
+        analysis = analyse(load_assignment(root))
+        if mutants_seen is not None:
+            mutants_seen(analysis)
+        errors += [LintError(*found) for found in lint_findings(analysis)]
+    return _relative_to_project(errors, root)
 
 
 def report(errors: list[LintError]) -> str:
     return "\n".join(str(e) for e in errors)
+
+
+def _relative_to_project(errors: list[LintError], root: Path) -> list[LintError]:
+    for e in errors:
+        e.base = project_root_of(root)
+    return errors

@@ -23,6 +23,7 @@ def mistake_errors(root: Path) -> list[tuple[Path, int, str, str]]:
     from ..model.assignment import AssignmentError, load_assignment
     from ..diagnose.catalogue import catalogue_for, catalogue_path
     from ..diagnose.portable import portability_problems
+    from .paths import shown_assignment
     from .mistake_table import about, table_problem
 
     assignment = load_assignment(root)
@@ -39,7 +40,7 @@ def mistake_errors(root: Path) -> list[tuple[Path, int, str, str]]:
     problem = table_problem(assignment)
     if problem:
         return errors + [(assignment.mistake_table, 1, problem,
-                          f"run `autograder snapshot -a {root}`")]
+                          f"run `autograder snapshot -a {shown_assignment(root)}`")]
     for mid in (about(assignment) or {}).get("not_caught", []):
         m = catalogue.mistakes.get(mid)
         name = f" ({m.name})" if m is not None and m.name else ""

@@ -60,8 +60,11 @@ def record(assignment: Assignment, include_hidden: bool = False) -> Recording:
     from ..grading.runner import grade_functions
     from ..model.status import QuestionStatus
 
+    from .travel import travelling
+
     ref = assignment.load_reference()
-    env = {name: getattr(ref, name) for name in assignment.api if hasattr(ref, name)}
+    # Inputs the reference gets here, in this process, must also reach a student's worker.
+    env = {name: travelling(getattr(ref, name)) for name in assignment.api if hasattr(ref, name)}
     env.update({name: getattr(ref, name, None) for name in assignment.answers})
     store = Store()
     result = grade_functions(assignment, "reference", lambda q: env,

@@ -7,57 +7,22 @@ import sys
 import threading
 from pathlib import Path
 
-from ..model.assignment import ASSIGNMENTS_DIR, load_assignment
+from ..model.assignment import load_assignment
 from ..model.limits import parse_cli_limits
 from ..model.status import CaseStatus, QuestionStatus
 from ..model.safetext import shown_path, visible
 
 
-def _known_assignments() -> list[str]:
-    if not ASSIGNMENTS_DIR.is_dir():
-        return []
-    return sorted(d.name for d in ASSIGNMENTS_DIR.iterdir() if (d / "assignment.toml").is_file())
-
-
-def _assignment_for_file(path: Path | None, requested: str | None):
-    """The assignment asked for, else the one whose answer file has this name, else the only
-    one there is (a student bundle carries one), else the one whose functions the file's match
-    (`intake/track.py`), else attention, with a note saying how to ask for another."""
-    if requested:
-        return load_assignment(requested)
-    known = []
-    for name in _known_assignments():   # loaded one by one: the first that fits is enough
-        known.append(load_assignment(name))
-        if path is not None and Path(known[-1].student_file).stem == path.stem:
-            return known[-1]
-    if len(known) == 1:
-        return known[0]
-    if path is not None and path.is_file():
-        from ..intake.submissions import UnreadableSubmission, read_submission
-        from ..intake.track import likely_assignment
-
-        try:
-            sub = read_submission(path)
-            source = sub.source if sub.cells is None else \
-                "\n".join(cell.source for cell in sub.cells)
-            found = likely_assignment(source, known)
-        except (UnreadableSubmission, OSError):
-            found = None
-        if found is not None:
-            return found
-        others = ", ".join(f"-a {a.name}" for a in known if a.name != "attention")
-        print(f"note: checking {shown_path(path)} as assignment 'attention' (its functions do "
-              f"not say which assignment it is for); for another, give {others}",
-              file=sys.stderr)
-    return load_assignment("attention")
-
-
 def cmd_check(args) -> int:
     from ..feedback.terminal import submission_text
     from ..grading.grade import check_in_process
+    from ..intake.track import assignment_for_file
 
-
-    assignment = _assignment_for_file(Path(args.file) if args.file else None, args.assignment)
+    if args.file and not os.path.lexists(args.file):     # said before any assignment is chosen
+        print(f"autograder: {shown_path(args.file)} not found; give the path of your .py or "
+              ".ipynb", file=sys.stderr)
+        return 2
+    assignment = assignment_for_file(Path(args.file) if args.file else None, args.assignment)
     path = Path(args.file or assignment.student_file)
     if path.is_dir():
         inside = path / assignment.student_file
@@ -83,12 +48,13 @@ def cmd_check(args) -> int:
 def _lint_failed(root, **options) -> bool:
     """Print the assignment's authoring mistakes (`authoring/lint.py`); whether there were any."""
     from ..authoring.lint import lint, report
+    from ..authoring.paths import shown_assignment
 
     errors = lint(root, **options)
     if errors:
         print(report(errors), file=sys.stderr)
-        print(f"autograder: {len(errors)} authoring problem(s) in {shown_path(root)}; see "
-              "`autograder lint`", file=sys.stderr)
+        print(f"autograder: {len(errors)} authoring problem(s) in {shown_assignment(root)}; "
+              "see `autograder lint`", file=sys.stderr)
     return bool(errors)
 
 
@@ -96,13 +62,29 @@ def cmd_lint(args) -> int:
     from ..model.assignment import find_assignment_root
 
     root = find_assignment_root(args.assignment)
-    if _lint_failed(root, reference=not args.no_reference):
+    seen = None
+    if args.mutants:
+        from ..authoring.mutant_report import summary
+
+        def seen(analysis) -> None:
+            print(summary(analysis))
+    if _lint_failed(root, reference=not args.no_reference, mutants=args.mutants,
+                    mutants_seen=seen):
         return 1
-    print(f"{shown_path(root)}: no authoring problems found")
+    from ..authoring.paths import shown_assignment
+
+    print(f"{shown_assignment(root)}: no authoring problems found")
     from ..authoring.forbidden_coverage import coverage
 
     print("\n".join(["forbidden routines, and where grading refuses them:", *coverage(root)]))
     return 0
+
+
+def cmd_mutants(args) -> int:
+    from ..authoring.mutant_report import command
+
+    return command(args.assignment, jobs=args.jobs, seconds=args.seconds,
+                   functions=args.function, json_path=args.json, verbose=args.verbose)
 
 
 def _import_quietly(*names: str) -> None:
@@ -307,6 +289,19 @@ def cmd_build(args) -> int:
         return 2
     for kind, path in built.items():
         print(f"{kind:<12} {shown_path(path)}")
+    return 0
+
+
+def cmd_new(args) -> int:
+    """A new assignment's files, ready to edit (`authoring/scaffold.py`)."""
+    from ..authoring.scaffold import ScaffoldError, run
+
+    try:
+        lines = run(args.name, Path(args.project), args.track, args.title)
+    except ScaffoldError as e:
+        print(f"autograder: {visible(e)}", file=sys.stderr)
+        return 2
+    print("\n".join(lines))
     return 0
 
 

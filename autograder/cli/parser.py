@@ -7,7 +7,8 @@ import sys
 
 from ..console.arguments import Parser, add_assignment_argument, run_entry_point
 from .commands import (cmd_benchmark, cmd_build, cmd_check, cmd_classroom, cmd_diagnose_eval,
-                       cmd_grade, cmd_lint, cmd_sandbox, cmd_similarity, cmd_snapshot)
+                       cmd_grade, cmd_lint, cmd_mutants, cmd_new, cmd_sandbox,
+                       cmd_similarity, cmd_snapshot)
 
 # Where `autograder build` writes when no --out is given (ignored by git: .gitignore).
 BUILD_DIR = "dist"
@@ -136,6 +137,35 @@ def build_parser() -> argparse.ArgumentParser:
     add_assignment_argument(n)
     n.add_argument("--no-reference", action="store_true",
                    help="do not run the reference (snapshots are only checked to exist)")
+    n.add_argument("--mutants", action="store_true",
+                   help="also grade mistakes derived from the reference (as `autograder "
+                        "mutants`) and report those no case catches (minutes)")
+
+    u = command("mutants", "derive mistakes from the reference's code and grade each: which no "
+                           "case catches, which only hidden cases catch, which the catalogue "
+                           "does not name (minutes)", cmd_mutants)
+    add_assignment_argument(u)
+    u.add_argument("--jobs", type=int, default=0,
+                   help="worker processes (default: one per core, at most 4)")
+    u.add_argument("--seconds", type=float, default=None,
+                   help="each mutant's time limit (default: the assignment's "
+                        "submission_seconds)")
+    u.add_argument("--function", action="append",
+                   help="mutate only this function of the reference (repeatable)")
+    u.add_argument("--json", help="write every mutant's result as JSON to this file")
+    u.add_argument("-v", "--verbose", action="store_true",
+                   help="also list equivalent and named mutants, and print the catalogue "
+                        "variant that would name each unnamed one")
+
+    e = command("new", "start a new assignment: the template, the reference, assignment.toml, "
+                       "a question file, a catalogue and the notebook, linting clean", cmd_new)
+    e.add_argument("name", help="the assignment's name, also its student file's (NAME.py)")
+    e.add_argument("--track", choices=["torch", "numpy"], default="torch",
+                   help="what the functions take and return (default: torch)")
+    e.add_argument("--title", help="shown to students (default: from the name)")
+    e.add_argument("--project", default=".",
+                   help="the project folder that holds assignments/, reference/ and "
+                        "student_template/ (default: the current folder)")
 
     o = command("build", "build the student bundle, the Gradescope zip, the Classroom 50 "
                          "folder and the otter zip", cmd_build)

@@ -32,6 +32,9 @@ The modules, by audience (everything public is importable from this package too)
   axis).
 * `causes`: the bounded search for several mistakes that together explain a case.
 * `fallback`: combinations of two mistakes, and fallback rules when nothing else matches.
+* `stand_ins`: a case that fails inside a failing helper of another question, graded again
+  with correct helpers standing in, so that its own mistakes are named too.
+* `constructs`: whether the code a case runs holds the construct a mistake is made with.
 
 This package imports torch; the class-level figures (`diagnoses`, `mistake_counts`) live in
 `autograder.model.results`, which stays torch-free for a class run's main process.

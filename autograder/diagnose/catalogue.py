@@ -46,6 +46,14 @@ class Mistake:
     # For a variant the search for several causes builds: the (mistake id, alternative) pairs
     # it combines, which name its outcome in the table the student bundle ships (`sources`).
     parts: tuple[tuple[str, int], ...] = ()
+    # The mistake changes some calls only (those leaving an argument to its default) and its
+    # hint says the others are right: a failing check that its variant leaves right
+    # contradicts it (`variants.contradicted`).
+    leaves_others_right: bool = False
+    # A regular expression for the code construct the mistake is made with (`.T`, a float32
+    # cast, a fill of -1e4), or None: without it in the code a case runs, the mistake is named
+    # only where its variant reproduces the outcome exactly (`constructs`).
+    construct: str | None = None
 
     def text(self) -> str:
         """The line shown next to a failing case."""
@@ -71,11 +79,12 @@ class Family:
 
     def mistake(self, id: str, *, name: str | None = None, hint: str | None = None,
                 when: Predicate | None = None, alternative: int = 0,
-                questions: Iterable[str] | None = None, **settings) -> Mistake:
+                questions: Iterable[str] | None = None, construct: str | None = None,
+                **settings) -> Mistake:
         """Register the mistake `id` as this family with `settings`."""
         self.catalogue.variant(id, self.function, name=name, hint=hint, when=when,
-                               alternative=alternative, questions=questions)(
-            self.bind(settings))
+                               alternative=alternative, questions=questions,
+                               construct=construct)(self.bind(settings))
         m = self.catalogue.mistakes[id]
         m.settings[alternative] = (self, dict(settings))
         return m
@@ -88,7 +97,7 @@ class Catalogue:
         self.mistakes: dict[str, Mistake] = {}
 
     def _entry(self, id: str, name: str | None, hint: str | None,
-               questions: Iterable[str] | None) -> Mistake:
+               questions: Iterable[str] | None, construct: str | None = None) -> Mistake:
         if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", id or ""):
             raise ValueError(f"mistake id {id!r}: use letters, digits and _")
         m = self.mistakes.setdefault(id, Mistake(id))
@@ -98,18 +107,23 @@ class Catalogue:
             m.hint = hint.strip()
         if questions:
             m.questions = tuple(questions)
+        if construct:
+            re.compile(construct)
+            m.construct = construct
         return m
 
     def variant(self, id: str, function: str, *, name: str | None = None,
                 hint: str | None = None, when: Predicate | None = None, alternative: int = 0,
-                questions: Iterable[str] | None = None) -> Callable:
+                questions: Iterable[str] | None = None,
+                construct: str | None = None) -> Callable:
         """Decorator: `impl(ref, *args, **kwargs)` is `function` as this mistake computes it.
 
         Register several functions under one id (with the same `alternative`) for a mistake that
         spans them, e.g. a split and the merge that mirrors it; give another `alternative` number
         for another way of making the same mistake. `name` and `hint` are needed once per id.
+        `construct`: a regular expression for the code the mistake is written with (`Mistake`).
         """
-        m = self._entry(id, name, hint, questions)
+        m = self._entry(id, name, hint, questions, construct)
 
         def register(impl: Callable) -> Callable:
             while len(m.alternatives) <= alternative:
@@ -129,15 +143,22 @@ class Catalogue:
         returned `Family` registers mistakes as settings of those knobs."""
         return lambda impl: Family(self, function, impl)
 
-    def describe(self, id: str, *, name: str, hint: str) -> Mistake:
-        """Name a mistake whose variants are registered without a name (e.g. in a loop)."""
-        return self._entry(id, name, hint, None)
+    def describe(self, id: str, *, name: str, hint: str,
+                 leaves_others_right: bool = False) -> Mistake:
+        """Name a mistake whose variants are registered without a name (e.g. in a loop).
+        `leaves_others_right`: its variants change only some calls (those that leave an
+        argument to its default) and its hint says the others are right, so a failing check
+        that a variant leaves right rules that variant out."""
+        m = self._entry(id, name, hint, None)
+        m.leaves_others_right = leaves_others_right
+        return m
 
     def rule(self, id: str, *, name: str, hint: str, when: Predicate,
              functions: Iterable[str] | None = None,
-             questions: Iterable[str] | None = None) -> Mistake:
-        """A mistake recognised from what the outcome shows, with no variant to run."""
-        m = self._entry(id, name, hint, questions)
+             questions: Iterable[str] | None = None, construct: str | None = None) -> Mistake:
+        """A mistake recognised from what the outcome shows, with no variant to run; with a
+        `construct`, named only where the code holds it (a rule reproduces nothing)."""
+        m = self._entry(id, name, hint, questions, construct)
         m.when = when
         m.functions = tuple(functions) if functions else None
         return m

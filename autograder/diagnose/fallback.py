@@ -163,6 +163,15 @@ def decide(runner: "_Runner", record: "CheckRecord", found: list[Mistake], passe
         exact = [m for m in found if m.alternatives and _within_tolerance(runner, m, record)]
         if len(exact) == 1:
             return Named([exact[0].id], exact[0].text())
+        # Still several (a normalisation over axis 0 of a 2-D table is both a helper whose
+        # default axis is 0 and a caller normalising along the wrong axis): the one already
+        # named on the cases of a helper this function calls, if only one is, is the student's
+        # own helper carrying its mistake here.
+        helpers = runner.calls.get(record.function, frozenset()) - {record.function}
+        known = set().union(*((named or {}).get(h, set()) for h in helpers))
+        carried = [m for m in (exact or found) if m.id in known]
+        if len(carried) == 1:
+            return Named([carried[0].id], carried[0].text())
         return None
     ids = search(runner, record, passed, named or {})
     if ids:

@@ -85,9 +85,29 @@ def line_assumption(code: str) -> str:
     return ""
 
 
+def wrong_shape(record: Any) -> bool:
+    """The call ran and returned an array of another shape than expected (at the same place
+    of the output)."""
+    if record.got.get("status") != "ok":
+        return False
+    got = record.got.get("output")
+    expected = getattr(record, "expected", None) or {}
+    for path, e in iter_arrays(expected.get("output")):
+        g = got
+        try:
+            for p in path:
+                g = g[p]
+        except (KeyError, IndexError, TypeError):
+            continue
+        if isinstance(g, _ARRAY) and tuple(g.shape) != tuple(e.shape):
+            return True
+    return False
+
+
 def _ranks(ev: Any, records: str = "others") -> tuple[set[int], set[int]]:
     """(ranks on which some case of the function passed, ranks on which none did and some
-    raised an error). Passing: the call ran and matched the reference (output, gradients)."""
+    raised an error or returned a wrong shape). Passing: the call ran and matched the
+    reference (output, gradients)."""
     ran, failed = set(), set()
     for r in getattr(ev, records, ()):
         n = rank(r)
@@ -95,15 +115,35 @@ def _ranks(ev: Any, records: str = "others") -> tuple[set[int], set[int]]:
             continue
         if r.got.get("status") == "ok" and r.far <= 1.0:
             ran.add(n)
-        elif r.got.get("status") == "error":
+        elif r.got.get("status") == "error" or wrong_shape(r):
             failed.add(n)
     return ran, failed - ran
+
+
+def _silently_wrong_shape(ev: Evidence) -> bool:
+    """The call ran and returned a wrong shape on a rank where every case of the function
+    does so (or raises), while some case of another rank passes: what a reshape, view or
+    transpose that takes its sizes or axes by position from the front does on the rank it was
+    not written for, without raising."""
+    if not wrong_shape(ev):
+        return False
+    me = rank(ev)
+    if me is None:
+        return False
+    ran, _ = _ranks(ev)
+    if not ran or me in ran:
+        return False
+    same_rank = [r for r in getattr(ev, "others", ()) if rank(r) == me]
+    return all(r.got.get("status") == "error" or wrong_shape(r) for r in same_rank)
 
 
 def fixed_rank(ev: Evidence) -> bool:
     """A shape error at a line that indexes dimensions by position, on a rank on which no case
     of the function passes; when the error alone does not say it is about the number of
-    dimensions, some case of another rank must also pass."""
+    dimensions, some case of another rank must also pass. Or, without an error, a wrong shape
+    on a rank where no case passes while another rank's cases do (`_silently_wrong_shape`)."""
+    if ev.got.get("status") == "ok":
+        return _silently_wrong_shape(ev)
     if ev.got.get("status") != "error":
         return False
     message, code = _error(ev)
@@ -131,8 +171,27 @@ def _dims(ranks: set[int]) -> str:
     return " or ".join(f"{n}-D" for n in sorted(ranks))
 
 
+def _silent_detail(ev: Evidence, ran: set[int], failed: set[int]) -> str:
+    me = rank(ev)
+    where = f"`{ev.function}` returns a wrong shape on {_dims(failed or {me})} inputs, " \
+            f"without an error, and passes on {_dims(ran)} ones"
+    if me < min(ran):
+        how = (f"code that takes sizes or axes by position from the front (`x.shape[0]`, "
+               f"a reshape to (B, -1, H, d), a transpose of fixed axes) reads the first "
+               f"dimension of a {me}-D input as a batch, so every size after it lands one place "
+               f"off")
+    else:
+        how = (f"code that takes sizes or axes by position from the front (`x.shape[0]`, "
+               f"a reshape to (B, -1, H, d), a transpose of fixed axes) folds the extra leading "
+               f"dimension of a {me}-D input into the ones it expects, so the sizes land in the "
+               f"wrong places")
+    return f"{where}: {how}; it works for one number of dimensions only."
+
+
 def fixed_rank_detail(ev: Evidence) -> str:
     ran, failed = _ranks(ev)
+    if ev.got.get("status") == "ok" and ran and rank(ev) is not None:
+        return _silent_detail(ev, ran, failed)
     _, code = _error(ev)
     what = line_assumption(code) or "assumes a fixed number of dimensions"
     where = f"`{ev.function}` fails on {_dims(failed)} inputs" if failed else \

@@ -120,6 +120,7 @@ def catalogue_data(catalogue: Catalogue) -> dict:
             "functions": list(m.functions) if m.functions is not None else None,
             "questions": list(m.questions) if m.questions else None,
             "fallback": m.fallback, "combines": list(m.combines), "crashes": m.crashes,
+            "leaves_others_right": m.leaves_others_right, "construct": m.construct,
         }
         for what, fn in (("when", m.when), ("detail", m.detail)):
             if fn is not None:
@@ -164,6 +165,9 @@ def catalogue_from_data(data: dict) -> Catalogue:
         m.functions = tuple(item["functions"]) if item.get("functions") is not None else None
         m.questions = tuple(item["questions"]) if item.get("questions") else None
         m.fallback, m.crashes = bool(item.get("fallback")), bool(item.get("crashes"))
+        m.leaves_others_right = bool(item.get("leaves_others_right"))
+        construct = item.get("construct")
+        m.construct = construct if isinstance(construct, str) else None
         m.combines = tuple(item.get("combines") or ())
         for what in ("when", "detail"):
             if item.get(what + "_unportable"):

@@ -14,6 +14,8 @@ from ..sandbox.execute import iter_arrays
 from .catalogue import catalogue_for
 from .fallback import decide
 from .sources import OutcomeUnknown, ReferenceVariants, ShippedVariants
+from .stand_ins import name_past_helpers
+from .constructs import code_for
 from .symptoms import output_matches_reference
 from .table import load_table
 from .variants import CheckRecord, _Runner, find_matches
@@ -32,6 +34,15 @@ class Session:
         self.passed: dict[str, list[CheckRecord]] = {}
         self.failed: list[tuple[CheckRecord, Any]] = []
         self.kept_bytes = 0     # of the student's outcomes held in the records above
+        # Runs the student's function again with correct helpers standing in for theirs
+        # (`stand_ins.Runs`), where the grader can: a case that fails inside a failing helper
+        # is then judged on its own too. None: no such re-runs.
+        self.stand_ins = None
+        self.reruns = 0         # cases run again that way (for the cost figures)
+        self.failed_by_function: dict[str, list[CheckRecord]] = {}
+        # The student's source, read (never run) for the constructs some mistakes are made
+        # with (`constructs`); None: not known, no construct required.
+        self.source: str | None = None
 
     def note(self, record: Any, passed: bool, case: Any = None) -> None:
         """Keep one check (`Question.check` reports each, a `checking.record.CheckRecord`),
@@ -69,12 +80,16 @@ class Session:
         # for several causes knows what its helpers' cases were named.
         failed = sorted(self.failed, key=lambda rc: len(runner.calls.get(rc[0].function, ())))
         named: dict[str, set[str]] = {}
+        self.failed_by_function = {}
+        for record, _ in failed:
+            self.failed_by_function.setdefault(record.function, []).append(record)
         for record, case in failed:
             others = self._records(record.function)
             where = (record.got.get("error") or {}).get("function")
             helper = self._records(where) if where and where != record.function else []
             try:
-                found = find_matches(runner, record, self.passed)
+                found = find_matches(runner, record, self.passed, self.failed_by_function,
+                                     self.code(record.function))
                 found_here = decide(runner, record, found, self.passed, others, helper, named)
             except OutcomeUnknown:
                 continue    # the shipped table cannot settle this case: no name, not a guess
@@ -93,6 +108,17 @@ class Session:
             right_by_chance(runner, self.failed)
         except OutcomeUnknown:
             pass
+        if questions and self.stand_ins is not None:
+            try:
+                self.reruns += name_past_helpers(runner, self, questions, named)
+            except OutcomeUnknown:
+                pass
+            except Exception as e:  # noqa: BLE001 - never let diagnosis change a grade
+                key = f"{type(e).__name__}: {e}"
+                if key not in _warned:
+                    _warned.add(key)
+                    print(f"autograder: grading past a failing helper failed: {key}",
+                          file=sys.stderr)
         if questions:
             try:
                 add_order_notes(catalogue, questions)
@@ -102,6 +128,13 @@ class Session:
                     _warned.add(key)
                     print(f"autograder: ordering the named causes failed: {key}",
                           file=sys.stderr)
+
+    def code(self, function: str):
+        """What gives the student's code a call of `function` runs (read only when a mistake
+        tied to a construct fits), or None when the source is not known."""
+        if self.source is None:
+            return None
+        return lambda: code_for(self.source, function)
 
     def _records(self, function: str) -> list[CheckRecord]:
         """Every check of `function` in this submission, passed and failed."""

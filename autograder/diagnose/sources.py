@@ -139,6 +139,17 @@ class ReferenceVariants:
                 module = self._modules.setdefault(key, module)
         return module
 
+    def helper_outcome(self, function: str, args: tuple, kwargs: dict) -> dict:
+        """The reference's own `function` on these inputs, without gradients: what a correct
+        helper returns where a student's function called theirs (`stand_ins`)."""
+        fn = getattr(self.reference, function, None)
+        if fn is None:
+            return {"status": "error", "error": {"type": "AttributeError",
+                                                 "message": f"no {function}"}}
+        with quietly():
+            raw = run_call(fn, args, kwargs, want_grad=False)
+        return roundtrip_outcome(raw)
+
     def compute(self, mistake: Mistake, index: int, record: "CheckRecord", grads: bool
                 ) -> dict | None:
         module = self._module(mistake, index)

@@ -14,6 +14,7 @@ import torch
 from ..checking.checks import finite_float64, tolerance_for
 from ..checking.record import CheckRecord as CheckedCall
 from .catalogue import Catalogue, Mistake
+from .constructs import has_construct
 from .sources import OutcomeUnknown, VariantSource
 from .symptoms import CLOSER, INF, Evidence, Predicate, distance, explains
 
@@ -211,9 +212,43 @@ def _holds(predicate: Predicate, ev: Evidence) -> bool:
         return False
 
 
+def contradicted(runner: _Runner, mistake: Mistake, index: int,
+                 failed: dict[str, list[CheckRecord]]) -> bool:
+    """For a mistake that `leaves_others_right`: some failing check of a function its variant
+    replaces is one the variant computes right (within the tolerances), so the student's
+    function fails where that mistake would not."""
+    if not mistake.leaves_others_right:
+        return False
+    for function in mistake.alternatives[index]:
+        for r in failed.get(function, []):
+            out = runner.outcome(mistake, index, r, grads=False)
+            if out is not None and r.far > 1.0 and \
+                    distance(r.expected, out, r.tolerance, 1.0, grads=False) <= 1.0:
+                return True
+    return False
+
+
+def reproduces_exactly(runner: _Runner, mistake: Mistake, record: CheckRecord) -> bool:
+    """Some alternative of the mistake gives the student's outcome, a call that ran, within
+    the tolerances: evidence that nothing but that mistake makes (`constructs`)."""
+    if record.got.get("status") != "ok":
+        return False
+    for i, alt in enumerate(mistake.alternatives):
+        if runner.affects(alt, record.function):
+            out = runner.outcome(mistake, i, record)
+            if out is not None and distance(out, record.got, record.tolerance, 1.0) <= 1.0:
+                return True
+    return False
+
+
 def find_matches(runner: _Runner, record: CheckRecord,
-                 passed: dict[str, list[CheckRecord]] | None = None) -> list[Mistake]:
-    """Every known mistake that explains this failing check (the caller wants exactly one)."""
+                 passed: dict[str, list[CheckRecord]] | None = None,
+                 failed: dict[str, list[CheckRecord]] | None = None,
+                 code: Callable[[], str | None] | None = None) -> list[Mistake]:
+    """Every known mistake that explains this failing check (the caller wants exactly one).
+    `failed`: the submission's failing checks by function (see `contradicted`); `code`: gives
+    the student's code this check runs (`constructs.code_for`; asked only when a mistake tied
+    to a construct fits), None when unknown."""
     got = record.got
     if got.get("status") in ("not_implemented", "memory"):
         return []
@@ -232,11 +267,15 @@ def find_matches(runner: _Runner, record: CheckRecord,
             if not any(runner.affects(alt, record.function)
                        and runner.explains(m, i, record, first.get((m.id, i)))
                        and runner.consistent(m, i, passed)
+                       and not contradicted(runner, m, i, failed or {})
                        for i, alt in enumerate(m.alternatives)):
                 continue
         elif m.functions is not None and record.function not in m.functions:
             continue
         if m.when is not None and not _holds(m.when, ev):
             continue
+        if m.construct and code is not None and not has_construct(m.construct, code()) \
+                and not reproduces_exactly(runner, m, record):
+            continue    # the code has no such construct, and the evidence could be another's
         found.append(m)
     return found

@@ -28,6 +28,7 @@ from .runner import (QuestionStopped, failed_everywhere, grade_functions, intern
 from ..sandbox import Sandbox, SandboxError
 from ..sandbox.session import MalformedReply, WorkerSession, WorkerStopped, forbidden_message
 from ..static_scan import ScanResult, scan_source
+from ..diagnose.stand_ins import WorkerStandIns
 from ..intake.submissions import Submission, UnreadableSubmission, read_submission
 from ..memo.tensor_cache import TensorMemo
 from ..written import collect as written_collect
@@ -247,6 +248,13 @@ def with_written_answers(assignment: Assignment, result: SubmissionResult,
     return result
 
 
+def _code_of(sub: Submission, cells: list[tuple[int, str]] | None) -> str:
+    """The student's code as diagnosis reads it: the file, or a notebook's cells that run."""
+    if cells is not None:
+        return "\n\n".join(source for _, source in cells)
+    return sub.source or ""
+
+
 def text_only(error: UnreadableSubmission) -> Submission | None:
     """What a file Python refuses (not UTF-8) still holds as text, for its written answers."""
     return Submission(error.text) if error.text is not None else None
@@ -368,9 +376,20 @@ def _grade_submission(assignment: Assignment, path: Path, sandbox: Sandbox,
             log.current = qid
             return env
 
-        result = grade_functions(assignment, shown, env_for_question,
-                                 include_hidden=include_hidden, mode=Mode.GRADE,
-                                 questions=questions, sandbox=sandbox.description)
+        forbidden_of = {fn: tuple(names) for qid, names in schedule
+                        for fn in assignment.question(qid).functions}
+        stand_ins = WorkerStandIns(sandbox, sub.source or "", filename,
+                                   Path(assignment.student_file).stem, list(assignment.api),
+                                   limits, lambda fn: forbidden_of.get(fn, ()), cells=cells,
+                                   schedule=schedule, memo=_INPUT_ENCODINGS)
+        try:
+            result = grade_functions(assignment, shown, env_for_question,
+                                     include_hidden=include_hidden, mode=Mode.GRADE,
+                                     questions=questions,
+                                     sandbox=sandbox.description, stand_ins=stand_ins,
+                                     source=_code_of(sub, cells))
+        finally:
+            stand_ins.close()
         if session.malformed is not None:   # even if a question file swallowed the exception
             raise MalformedReply(session.malformed)
         result.notes += in_cell_order(notes + cell_error_notes(loaded.cell_errors, filename))
@@ -429,7 +448,7 @@ def check_in_process(assignment: Assignment, path: Path,
     env = student_env(assignment, module)
     result = _unchecked_note(grade_functions(assignment, shown, lambda q: env,
                                              include_hidden=False, mode=Mode.CHECK,
-                                             questions=questions))
+                                             questions=questions, source=source))
     return with_written_answers(assignment, result, sub, _module_texts(assignment, module),
                                 questions)
 
@@ -468,7 +487,7 @@ def _check_notebook_in_process(assignment: Assignment, path: Path, sub: Submissi
     module, errors = load_student_cells(cells, path.name, Path(assignment.student_file).stem)
     env = student_env(assignment, module)
     result = grade_functions(assignment, str(path), lambda q: env, include_hidden=False,
-                             mode=Mode.CHECK, questions=questions)
+                             mode=Mode.CHECK, questions=questions, source=_code_of(sub, cells))
     result.notes += in_cell_order(sub.notes + notes + cell_error_notes(errors, path.name))
     return with_written_answers(assignment, _unchecked_note(result), sub,
                                 _module_texts(assignment, module), questions)

@@ -178,14 +178,20 @@ def _retarget_messages(assignment: Assignment, q: QuestionResult,
 def grade_functions(assignment: Assignment, path: str, env_for_question: Callable[[str], dict],
                     *, include_hidden: bool, mode: Mode, questions: list[str] | None = None,
                     sandbox: str | None = None, error: str | None = None,
-                    recording: Recording | None = None) -> SubmissionResult:
+                    recording: Recording | None = None, stand_ins: Callable | None = None,
+                    source: str | None = None) -> SubmissionResult:
     """Run every question's cases on one submission's names, in `mode` (GRADE: stand-ins for
     the sandboxed worker; CHECK: the student's own functions; RECORD: the reference, its
-    public outcomes stored in `recording`), then name mistakes and add the notes."""
+    public outcomes stored in `recording`), then name mistakes and add the notes.
+    `stand_ins`: how diagnosis may run a student's function again with correct helpers in
+    place of theirs (`diagnose.stand_ins`), or None; `source`: the student's source, which
+    diagnosis reads for the constructs some mistakes are made with."""
     start = time.monotonic()
     results = {}
     diagnosis = diagnose.Session(assignment)
     diagnosis.public_only = not include_hidden
+    diagnosis.stand_ins = stand_ins
+    diagnosis.source = source
     context = CheckContext(mode, session=diagnosis, recording=recording)
     for q in assignment.questions:
         if questions and q.id not in questions:

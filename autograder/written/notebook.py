@@ -35,12 +35,16 @@ def points_text(points: float) -> str:
     return f"{points:g} point" + ("" if points == 1 else "s")
 
 
-def written_cells(questions: list[WrittenQuestion]) -> list:
-    """The notebook cells of the written questions (none when there are none)."""
+def written_cells(questions: list[WrittenQuestion],
+                  explanations: dict[str, str] | None = None) -> list:
+    """The notebook cells of the written questions (none when there are none); a question's
+    explanation from notebook.md (`explanations`, by id), if any, comes above its prompt."""
     if not questions:
         return []
     cells = [_markdown("written-about", INTRO)]
     for q in questions:
+        if (explanations or {}).get(q.id):
+            cells.append(_markdown(f"{q.id}-about", explanations[q.id]))
         cells.append(_markdown(f"{q.id}-prompt", f"<!-- BEGIN QUESTION -->\n\n**`{q.id}`** "
                                                  f"({points_text(q.points)}): {q.prompt}",
                                locked=True))

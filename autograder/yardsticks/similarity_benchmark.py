@@ -68,8 +68,9 @@ def make_class(corpus: Path, assignment, n: int, dest: Path, *, copies: int = 5,
         parts = [rng.choice(functions[name]) for name in api if name in functions]
         (dest / f"s{i:04d}.py").write_text(header + "\n\n\n".join(parts) + "\n")
     planted = []
-    for c in range(min(copies, n)):
-        original = f"s{rng.randrange(n):04d}"
+    # Each copy of another student: two copies of one file would make a third identical pair.
+    for c, index in enumerate(rng.sample(range(n), min(copies, n))):
+        original = f"s{index:04d}"
         copy = f"copy{c:02d}_of_{original}"
         shutil.copy(dest / f"{original}.py", dest / f"{copy}.py")
         planted.append((original, copy))

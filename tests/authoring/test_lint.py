@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import ROOT, run_cli
+from helpers import ROOT, assignment_names, run_cli
 
 from autograder.authoring.lint import lint
 
@@ -62,7 +62,9 @@ def test_question_name_differs_from_its_id(copy):
     assert "'doubling'" in text and 'fix: write `name = "double"`' in text
     # snapshot refuses before recording anything under the wrong name
     r = run_cli("snapshot", "-a", str(copy))
-    assert r.returncode == 2 and f"{q}:" in r.stderr
+    # Said relative to the project, never where it sits on the author's machine.
+    assert r.returncode == 2 and "\nassignments/double/tests/double.py:" in "\n" + r.stderr
+    assert str(copy.parent.parent) not in r.stderr
     assert not (copy / "snapshots" / "doubling.json").exists()
 
 
@@ -97,6 +99,10 @@ def test_stale_and_missing_snapshots(copy):
     edit(q, 'snapshot("small")', 'snapshot("smaller")')
     text = only(lint(copy, reference=False), q, line_of(q, 'snapshot("smaller")'))
     assert "double/smaller is missing" in text
+    # The fix names the assignment as the author runs it from the project, never by where the
+    # project sits on their machine.
+    assert "fix: run `autograder snapshot -a assignments/double`" in text, text
+    assert text.startswith("assignments/double/tests/double.py:") and str(copy) not in text
 
 
 def test_hidden_case_without_points(copy):
@@ -106,11 +112,25 @@ def test_hidden_case_without_points(copy):
     assert "hidden case batched has no points" in text and "points=" in text
 
 
+def test_cases_giving_more_than_the_files_points(copy):
+    """otter refuses a question file whose cases give more points than its `points`: lint says
+    so by the line. (Fewer is a student bundle's copy, its hidden cases cut out.)"""
+    q = copy / "tests" / "double.py"
+    edit(q, "points = 2", "points = 1")
+    text = only(lint(copy, reference=False), q, line_of(q, "points = 1"))
+    assert "the cases give 2 points, more than the file's `points = 1`" in text
+    assert "fix: write `points = 2`" in text
+    edit(q, "points = 1", "points = 5")
+    assert lint(copy, reference=False) == []
+
+
 def test_build_and_check_refuse(copy):
     toml = copy / "assignment.toml"
     edit(toml, "[limits]", "[limit]")
     r = run_cli("build", "-a", str(copy), "--out", str(copy.parent.parent / "dist"))
-    assert r.returncode == 2 and f"{toml}:" in r.stderr and "[limit]" in r.stderr
+    assert r.returncode == 2 and "[limit]" in r.stderr
+    assert "\nassignments/double/assignment.toml:" in "\n" + r.stderr
+    assert str(toml.parent.parent.parent) not in r.stderr
     assert not (copy.parent.parent / "dist").exists()
     r = run_cli("check", str(copy.parent.parent / "reference" / "double.py"), "-a", str(copy))
     assert r.returncode == 2 and "[limit]" in r.stderr
@@ -118,9 +138,9 @@ def test_build_and_check_refuse(copy):
     assert r.returncode == 1 and "fix: rename it" in r.stderr
 
 
-def test_the_real_assignments_are_clean():
-    for name in ("attention", "attention_numpy"):
-        assert lint(name) == [], name
+@pytest.mark.parametrize("name", assignment_names())
+def test_the_real_assignments_are_clean(name):
+    assert lint(name) == [], name
 
 
 def test_student_readme_is_generic(course, tmp_path):

@@ -4,7 +4,7 @@ file and line before any student is graded; at grade time such a case is an inte
 every row, and `grade` says the rows need the instructor (exit status 4)."""
 import pytest
 
-from helpers import SUBMISSIONS, cli_in_process, copy_assignment
+from helpers import SUBMISSIONS, assignment_names, cli_in_process, copy_assignment
 
 from autograder.authoring.lint import lint
 
@@ -52,8 +52,35 @@ def test_grading_with_such_a_case_needs_the_instructor(adir, tmp_path):
     assert "1 row(s) need you: einsum_style (internal error)" in r.stderr
 
 
-def test_the_bundled_assignments_pass_every_case():
-    assert lint("attention") == [] and lint("attention_numpy") == []
+DTYPE_CASE = '''
+
+@test_case(name="float64 when asked", points=1, hidden=True)
+def float64(sinusoidal_positions):
+    import torch
+
+    q.check("sinusoidal_positions", sinusoidal_positions, 7, 10, dtype=torch.float64)
+'''
+
+
+def test_an_input_that_cannot_reach_the_students_process_is_found(tmp_path):
+    """A case input the wire format cannot carry (a torch.dtype, which the reference takes)
+    passes when the reference runs in the author's process, yet would reach the student's
+    worker as an opaque stand-in: lint says so, by the case's file and line, before any student
+    is graded."""
+    adir = copy_assignment(tmp_path / "tokens", "tokens")
+    path = adir / "tests" / "positions.py"
+    path.write_text(path.read_text().replace("points = 6", "points = 7") + DTYPE_CASE)
+    case = next(n for n, text in enumerate(path.read_text().splitlines(), 1)
+                if '"float64 when asked"' in text)
+    found = [e for e in lint(adir) if e.file.name == "positions.py"]
+    assert [e.line for e in found] == [case], [str(e) for e in found]
+    assert "sinusoidal_positions a value of type dtype, which cannot be sent to a student's " \
+           "process" in found[0].message, found[0].message
+
+
+@pytest.mark.parametrize("name", assignment_names())
+def test_the_bundled_assignments_pass_every_case(name):
+    assert lint(name) == [], name
 
 
 def test_gradescope_hidden_visibility_hidden_is_refused(adir):

@@ -58,7 +58,8 @@ def run_cli_module(module: str, *args: str):
 
 def test_the_guide_shows_every_file_of_the_example(course):
     files = sorted(p.relative_to(course).as_posix() for p in course.rglob("*") if p.is_file())
-    assert files == ["assignments/double/assignment.toml", "assignments/double/notebook.md",
+    assert files == ["assignments/double/assignment.toml", "assignments/double/mistakes.py",
+                     "assignments/double/notebook.md",
                      "assignments/double/tests/double.py", "assignments/double/tests/recall.py",
                      "reference/double.py", "student_template/double.py"]
     assert not (ASSIGNMENTS_DIR / "double").exists()   # nothing added to the project
@@ -91,6 +92,27 @@ def test_check(adir, course, tmp_path):
     r = run_cli("check", str(course / "student_template" / "double.py"), "-a", str(adir))
     assert r.returncode == 1
     assert "[TODO] double" in r.stdout and "`double_of_21` is still None" in r.stdout
+
+
+def test_the_guides_catalogue_names_its_mistakes(adir, course, tmp_path):
+    """The catalogue the guide teaches works as written: its variant is caught by the public
+    case (lint is clean), named in the student's check from the shipped table, and named in the
+    grade; its rule names the forbidden call."""
+    r = run_cli("lint", "-a", str(adir))
+    assert r.returncode == 0, r.stdout + r.stderr
+    squares = tmp_path / "squares.py"
+    squares.write_text(CORRECT.replace("return 2 * x", "return x * x"))
+    r = run_cli("check", str(squares), "-a", str(adir))
+    assert "likely mistake: the double computed as a square" in r.stdout, r.stdout
+    out = tmp_path / "g.json"
+    mul = tmp_path / "mul.py"
+    mul.write_text(CORRECT.replace("return 2 * x", "return torch.mul(x, 2)"))
+    r = run_cli("grade", "-a", str(adir), str(squares), str(mul), "--json", str(out))
+    assert r.returncode == 0, r.stdout + r.stderr
+    named = [[c.get("diagnosis") for c in row["questions"]["double"]["cases"]]
+             for row in load_json(out)["submissions"]]
+    assert named == [[["double_squares"], ["double_squares"]],
+                     [["library_shortcut"], ["library_shortcut"]]], named
 
 
 def test_grade(adir, course, tmp_path):

@@ -12,8 +12,8 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from helpers import (AUTOGRADED_MAX, MAX_SCORE, QUESTIONS, ROOT, SUBMISSIONS, id_list, load_json,
-                     read_header, run_cli)
+from helpers import (AUTOGRADED_MAX, MAX_SCORE, QUESTIONS, ROOT, SUBMISSIONS, copy_assignment,
+                     id_list, load_json, read_header, run_cli)
 
 from autograder.platforms.build import build_student
 from autograder.platforms.notebook.build import build_notebook, functions_of, notebook_path, notebook_text
@@ -65,6 +65,27 @@ def test_committed_notebook_is_what_the_generator_makes(assignment):
     assert notebook_path(assignment) == TEMPLATE_NB
     assert TEMPLATE_NB.read_text() == notebook_text(assignment), \
         "student_template/attention.ipynb is stale: run `python -m autograder.platforms.notebook attention`"
+
+
+def test_notebook_md_explains_written_questions_above_their_prompts(tmp_path):
+    """`<!-- question: ID -->` in notebook.md may name a written question as well as an
+    autograded one; its text comes right above that question's prompt. An unknown id is
+    refused, naming the ids there are."""
+    from autograder.model.assignment import load_assignment
+
+    adir = copy_assignment(tmp_path / "attention", "attention")
+    prose = adir / "notebook.md"
+    prose.write_text(prose.read_text().replace(
+        "<!-- end -->", "<!-- question: why_scale -->\nThink of the lesson's two softmaxes.\n\n"
+                        "<!-- end -->"))
+    nb = build_notebook(load_assignment(adir))
+    ids = [c.get("id") for c in nb.cells]
+    about = ids.index("why_scale-about")
+    assert ids[about + 1] == "why_scale-prompt"
+    assert nb.cells[about].source == "Think of the lesson's two softmaxes."
+    prose.write_text(prose.read_text().replace("question: why_scale", "question: why_scales"))
+    with pytest.raises(ValueError, match="unknown questions: why_scales .*why_scale"):
+        build_notebook(load_assignment(adir))
 
 
 def test_notebook_holds_the_template_code_and_a_check_per_question(assignment):

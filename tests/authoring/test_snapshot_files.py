@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from helpers import ROOT, cli_in_process, copy_assignment
+from helpers import ROOT, assignment_names, cli_in_process, copy_assignment
 
 from autograder.model.assignment import load_assignment
 from autograder.authoring.snapshots import (KEEP_FRACTION, ROUNDED_PARTS, STEP_FRACTION,
@@ -25,7 +25,7 @@ def _files(folder):
     return {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in sorted(folder.glob("*.json"))}
 
 
-@pytest.mark.parametrize("name", ["attention", "attention_numpy"])
+@pytest.mark.parametrize("name", assignment_names())
 def test_unchanged_assignment_changes_no_file(tmp_path, name):
     """The committed snapshots are what `snapshot` writes today, byte for byte: rerunning it
     on an unchanged assignment writes nothing."""

@@ -179,7 +179,9 @@ def test_check_picks_the_track_from_the_files_functions(tmp_path):
     mine.write_text((SUBMISSIONS / "correct" / "reference_style.py").read_text())
     r = cli_in_process("check", str(mine))
     assert r.returncode == 0 and "(PyTorch): public checks of" in r.stdout, r.stdout
-    # Functions that say nothing either way: checked as attention, with how to ask otherwise.
+    # Functions that say nothing either way: no assignment is assumed; the one line says how to
+    # ask for each.
     mine.write_text("def helper(a):\n    return a\n")
     r = cli_in_process("check", str(mine))
-    assert "give -a attention_numpy" in r.stderr, r.stderr
+    assert r.returncode == 2 and r.stdout == "", r.stdout
+    assert "-a attention_numpy" in r.stderr and "-a attention," in r.stderr, r.stderr

@@ -1,4 +1,5 @@
 """Question attention: scaled dot-product attention, softmax(q k^T / sqrt(d_k)) v."""
+import torch
 from otter.test_files import test_case
 
 from autograder.cases import Question, randn, snapshot, tensor
@@ -7,7 +8,7 @@ from autograder.cases import rows_sum_to_one
 OK_FORMAT = False
 
 name = "attention"
-points = 7
+points = 8
 
 q = Question(name, forbidden=["torch.nn.functional.scaled_dot_product_attention",
                               "torch.nn.functional.multi_head_attention_forward",
@@ -42,6 +43,26 @@ def own_queries_keys_values(scaled_dot_product_attention):
     vs = tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
     q.check("scaled_dot_product_attention", scaled_dot_product_attention, qs, ks, vs,
             expected=snapshot("own_queries_keys_values"), props=[weights_sum])
+
+
+def lesson_heads():
+    """The lesson's PyTorch check: from a generator seeded 0, q, k and v drawn in that order,
+    each (batch 1, heads 2, tokens 3, d_head 4). Drawn in float64 and rounded to float32:
+    torch's float32 draw uses vector instructions where the CPU has them, so its last bits
+    differ between machines, and a public case's inputs must be the same everywhere."""
+    g = torch.Generator().manual_seed(0)
+    return tuple(torch.randn(1, 2, 3, 4, generator=g, dtype=torch.float64).float()
+                 for _ in range(3))
+
+
+@test_case(name="lesson: PyTorch's check, batch 1, 2 heads, 3 tokens, d_head 4", points=1,
+           hidden=False)
+def lesson_batch_heads(scaled_dot_product_attention):
+    """The lesson compares a hand-written attention with PyTorch's on 4-D tensors: the same
+    function must serve (T, d) and (batch, heads, T, d) alike; weights (1, 2, 3, 3)."""
+    qs, ks, vs = lesson_heads()
+    q.check("scaled_dot_product_attention", scaled_dot_product_attention, qs, ks, vs,
+            expected=snapshot("lesson_batch_heads"), props=[weights_sum])
 
 
 @test_case(name="batch and heads, d_k != T", points=1, hidden=True)

@@ -1,4 +1,5 @@
 """Question mask: the causal mask, and attention that respects a mask."""
+import torch
 from otter.test_files import test_case
 
 from autograder.cases import Question, future_mask, random_mask, randn, snapshot, tensor
@@ -7,7 +8,7 @@ from autograder.cases import rows_sum_to_one, zero_where
 OK_FORMAT = False
 
 name = "mask"
-points = 7
+points = 8
 
 q = Question(name, forbidden=["torch.nn.functional.scaled_dot_product_attention",
                               "autograd.ScaledDotProductFlashAttentionForCpuBackward0"],
@@ -42,6 +43,21 @@ def masked_scores_1e4(scaled_dot_product_attention):
     q.check("scaled_dot_product_attention", scaled_dot_product_attention, qs, ks, vs, mask=mask,
             expected=snapshot("masked_scores_1e4"), props=[weights_sum, zero_where(mask, 1)],
             large_inputs=True)
+
+
+@test_case(name="lesson: PyTorch's causal check, batch 1, 2 heads, 3 tokens", points=1,
+           hidden=False)
+def lesson_causal_heads(scaled_dot_product_attention):
+    """The lesson's PyTorch check with `is_causal=True`: its 4-D q, k and v (a generator seeded
+    0, then three (1, 2, 3, 4) draws) under the (3, 3) causal mask, which broadcasts over the
+    batch and the heads. Drawn in float64 and rounded to float32, so that the inputs are the
+    same on every machine (torch's float32 draw uses the CPU's vector instructions)."""
+    g = torch.Generator().manual_seed(0)
+    qs, ks, vs = (torch.randn(1, 2, 3, 4, generator=g, dtype=torch.float64).float()
+                  for _ in range(3))
+    mask = future_mask(3)
+    q.check("scaled_dot_product_attention", scaled_dot_product_attention, qs, ks, vs, mask=mask,
+            expected=snapshot("lesson_causal_heads"), props=[weights_sum, zero_where(mask, 1)])
 
 
 @test_case(name="causal_mask of other sizes", points=1, hidden=True)

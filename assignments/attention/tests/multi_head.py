@@ -8,7 +8,7 @@ from autograder.cases import Question, attention_params, future_mask, randn, sna
 OK_FORMAT = False
 
 name = "multi_head"
-points = 7
+points = 8
 
 q = Question(name, forbidden=["torch.nn.functional.scaled_dot_product_attention",
                               "torch.nn.functional.multi_head_attention_forward",
@@ -52,6 +52,15 @@ def lesson_cross_attention(multi_head_attention):
     q.check("multi_head_attention", multi_head_attention, x,
             attention_params(8, seed=462), 2, context=context,
             expected=snapshot("lesson_cross_attention"))
+
+
+@test_case(name="lesson example as a batch of one sequence", points=1, hidden=False)
+def lesson_batch_of_one(multi_head_attention):
+    """The lesson's 3 tokens as a batch of one, x of shape (1, 3, 8): the same result as the
+    first case, with the batch dimension kept, (1, 3, 8)."""
+    x, params = lesson_inputs()
+    q.check("multi_head_attention", multi_head_attention, x[None], params, 2,
+            expected=snapshot("lesson_batch_of_one"))
 
 
 @test_case(name="batch, 4 heads of size 2, causal mask, float64", points=1, hidden=True)

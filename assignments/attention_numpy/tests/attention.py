@@ -1,4 +1,5 @@
 """Question attention (NumPy track): scaled dot-product attention, softmax(q k^T / sqrt(d_k)) v."""
+import numpy as np
 from otter.test_files import test_case
 
 from autograder.cases import Question, array, randn, snapshot, to_numpy
@@ -7,7 +8,7 @@ from autograder.cases import rows_sum_to_one
 OK_FORMAT = False
 
 name = "attention"
-points = 7
+points = 8
 
 q = Question(name, forbidden=["torch.nn.functional.scaled_dot_product_attention",
                               "torch.nn.functional.multi_head_attention_forward"],
@@ -45,6 +46,26 @@ def own_queries_keys_values(scaled_dot_product_attention):
     vs = array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
     q.check("scaled_dot_product_attention", scaled_dot_product_attention, qs, ks, vs,
             expected=snapshot("own_queries_keys_values"), props=[weights_sum])
+
+
+def lesson_heads():
+    """The lesson's multi-head example, X8 = default_rng(0).normal(size=(3, 8)), split into its
+    2 heads of 4 the lesson's way, (2, 3, 4), with identity projections as in the lesson's first
+    example (Q = K = V). Drawn, never multiplied: a product's last bits may differ between
+    machines, and a public case's inputs must be the same everywhere."""
+    x8 = np.random.default_rng(0).normal(size=(3, 8))
+    heads = x8.reshape(3, 2, 4).transpose(1, 0, 2).copy()
+    return heads, heads, heads
+
+
+@test_case(name="lesson: the two heads of the multi-head example, Q = K = V, (2, 3, 4)", points=1,
+           hidden=False)
+def lesson_two_heads(scaled_dot_product_attention):
+    """The lesson runs attention on its heads at once: weights (2, 3, 3), one table per head.
+    The same function serves one (T, d) sequence and a stack of them."""
+    qs, ks, vs = lesson_heads()
+    q.check("scaled_dot_product_attention", scaled_dot_product_attention, qs, ks, vs,
+            expected=snapshot("lesson_two_heads"), props=[weights_sum])
 
 
 @test_case(name="batch and heads, d_k != T, float32", points=1, hidden=True)

@@ -7,7 +7,7 @@ from autograder.cases import (Question, array, block_params, future_mask, randn,
 OK_FORMAT = False
 
 name = "block"
-points = 8
+points = 9
 
 # NumPy has no layer norm to forbid; torch's, for a student who converts to tensors and back.
 q = Question(name, forbidden=["torch.nn.functional.layer_norm", "torch.layer_norm"],
@@ -20,8 +20,10 @@ def rand(*shape, seed, dtype="float32", scale=1.0, shift=0.0):
 
 @test_case(name="layer_norm of a small batch", points=1, hidden=False)
 def layer_norm_small(layer_norm):
-    """Two rows normalised to mean 0 and variance 1, then scaled and shifted (float32)."""
-    x = array([[1.0, 2.0, 3.0, 4.0], [2.0, -2.0, 0.5, 8.0]])
+    """Rows normalised to mean 0 and variance 1, then scaled and shifted (float32). The third row
+    varies little (variance 4.5e-4), so the default eps, 1e-5 inside the square root, changes
+    its result by about 1%: another default (0, 1e-6, 1e-3) shows here."""
+    x = array([[1.0, 2.0, 3.0, 4.0], [2.0, -2.0, 0.5, 8.0], [0.01, -0.02, 0.03, -0.02]])
     gamma, beta = array([1.0, 0.5, 2.0, 1.0]), array([0.0, 0.1, -0.2, 0.3])
     q.check("layer_norm", layer_norm, x, gamma, beta, expected=snapshot("layer_norm_small"))
 
@@ -53,6 +55,14 @@ def block_causal(transformer_block):
     q.check("transformer_block", transformer_block, x,
             to_numpy(block_params(8, 16, seed=1621)), 2, mask=to_numpy(future_mask(3)),
             expected=snapshot("block_causal"))
+
+
+@test_case(name="block: the same 3 tokens as a batch of one sequence", points=1, hidden=False)
+def block_batch_of_one(transformer_block):
+    """The first block case's x as a batch of one, (1, 3, 8): the block keeps that shape."""
+    x = rand(3, 8, seed=1600)[None]
+    q.check("transformer_block", transformer_block, x, to_numpy(block_params(8, 16, seed=1601)),
+            2, expected=snapshot("block_batch_of_one"))
 
 
 @test_case(name="layer_norm, float64 with batch dimensions", points=1, hidden=True)

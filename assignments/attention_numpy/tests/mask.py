@@ -1,4 +1,5 @@
 """Question mask (NumPy track): the causal mask, and attention that respects a mask."""
+import numpy as np
 from otter.test_files import test_case
 
 from autograder.cases import (Question, array, future_mask, random_mask, randn, snapshot,
@@ -8,7 +9,7 @@ from autograder.cases import rows_sum_to_one, zero_where
 OK_FORMAT = False
 
 name = "mask"
-points = 7
+points = 8
 
 q = Question(name, forbidden=["torch.nn.functional.scaled_dot_product_attention"],
              shape_hint="the scores are (..., Tq, Tk) and Tq != Tk in some cases; the mask "
@@ -47,6 +48,28 @@ def masked_scores_1e4(scaled_dot_product_attention):
     q.check("scaled_dot_product_attention", scaled_dot_product_attention, qs, ks, vs, mask=mask,
             expected=snapshot("masked_scores_1e4"), props=[weights_sum, zero_where(mask, 1)],
             large_inputs=True)
+
+
+def lesson_heads():
+    """The lesson's multi-head example, X8 = default_rng(0).normal(size=(3, 8)), split into its
+    2 heads of 4 the lesson's way, (2, 3, 4), with identity projections as in the lesson's first
+    example (Q = K = V). Drawn, never multiplied: a product's last bits may differ between
+    machines, and a public case's inputs must be the same everywhere."""
+    x8 = np.random.default_rng(0).normal(size=(3, 8))
+    heads = x8.reshape(3, 2, 4).transpose(1, 0, 2).copy()
+    return heads, heads, heads
+
+
+@test_case(name="lesson: the two heads of the multi-head example, causally masked", points=1,
+           hidden=False)
+def lesson_two_heads_causal(scaled_dot_product_attention):
+    """The lesson's two heads (2, 3, 4), Q = K = V, under its (3, 3) causal mask, which
+    broadcasts over the heads: each head's weights are lower-triangular."""
+    qs, ks, vs = lesson_heads()
+    mask = to_numpy(future_mask(3))
+    q.check("scaled_dot_product_attention", scaled_dot_product_attention, qs, ks, vs, mask=mask,
+            expected=snapshot("lesson_two_heads_causal"),
+            props=[weights_sum, zero_where(mask, 1)])
 
 
 @test_case(name="causal_mask of other sizes", points=1, hidden=True)

@@ -7,7 +7,7 @@ from autograder.cases import Question, array, randn, snapshot, to_numpy
 OK_FORMAT = False
 
 name = "split_heads"
-points = 6
+points = 7
 
 q = Question(name)
 
@@ -37,6 +37,19 @@ def merge_two_heads(merge_heads):
     1's."""
     x = array([[[0.0, 1.0], [2.0, 3.0], [4.0, 5.0]], [[6.0, 7.0], [8.0, 9.0], [10.0, 11.0]]])
     q.check("merge_heads", merge_heads, x, expected=snapshot("merge_two_heads"))
+
+
+@test_case(name="lesson: the multi-head example as a batch of one sequence", points=1,
+           hidden=False)
+def lesson_batch_of_one(split_heads, merge_heads):
+    """The lesson's X8 (3 tokens, d_model 8; rng = default_rng(0)) as a batch of one, (1, 3, 8),
+    split into 2 heads of 4: (1, 2, 3, 4), and merged back to (1, 3, 8). The same functions
+    serve one sequence and a batch. (Drawn, never multiplied: a product's last bits may differ
+    between machines, and a public case's inputs must be the same everywhere.)"""
+    x = np.random.default_rng(0).normal(size=(3, 8))[None]
+    q.check("split_heads", split_heads, x, 2, expected=snapshot("lesson_batch_split"))
+    heads = x.reshape(1, 3, 2, 4).transpose(0, 2, 1, 3).copy()
+    q.check("merge_heads", merge_heads, heads, expected=snapshot("lesson_batch_merge"))
 
 
 @test_case(name="split with batch dimensions, float32", points=1, hidden=True)

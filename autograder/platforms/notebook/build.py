@@ -10,6 +10,8 @@ listed under `answers` in `assignment.toml`) share one cell under that question.
     Text before the first marker: the notebook's introduction.
     <!-- question: softmax -->
     The explanation shown above the functions of question `softmax`.
+    <!-- question: why_scale -->
+    The explanation shown above the prompt of the written question `why_scale`.
     <!-- end -->
     Text after the last question (how to submit...).
 
@@ -109,9 +111,11 @@ def read_prose(assignment: Assignment) -> tuple[str, dict[str, str], str]:
             questions[parts[i + 1]] = body
         else:
             end = body
-    unknown = set(questions) - {q.id for q in assignment.questions}
+    known = {q.id for q in assignment.questions} | {q.id for q in assignment.written}
+    unknown = set(questions) - known
     if unknown:
-        raise ValueError(f"{path.name} explains unknown questions: {', '.join(sorted(unknown))}")
+        raise ValueError(f"{path.name} explains unknown questions: {', '.join(sorted(unknown))}"
+                         f" (its questions, autograded or written: {', '.join(sorted(known))})")
     return intro, questions, end
 
 
@@ -230,7 +234,7 @@ def build_notebook(assignment: Assignment, source: str | None = None):
             cells.append(_code(f"{q.id}-answers"[:64], "\n\n".join(
                 answers.get(a) or f"{a} = None" for a in q.answers)))
         cells.append(_code(f"{q.id}-check"[:64], f'grader.check("{q.id}")'))
-    cells += written_cells(assignment.written)
+    cells += written_cells(assignment.written, explanations)
     if end:
         cells.append(_md("end", end))
     nb.cells = cells
