@@ -264,6 +264,35 @@ LIBRARY_ROUTES = {
 EXPECTED.update(LIBRARY_ROUTES)
 STATUS.update({(name, q): "forbidden call" for name, want in LIBRARY_ROUTES.items()
                for q, score in want.items() if score != "full"})
+# What is computed is refused, whoever computes it in the worker: torch's TensorExpr compiler
+# lowering softmax into loops of its own, a library module of torch.ao driven with the
+# student's weights (named, or found by walking vars()), a private helper of torch's
+# references named otherwise, SciPy's zscore on a NumPy copy (each with a hand-written
+# backward where it has none): forbidden calls, and no flag needed to lose the points.
+COMPUTED = {
+    "route_tensorexpr_softmax.py": {**FULL, "softmax": 0},
+    "route_quantizable_mha_attention.py": {**FULL, "multi_head": 0},
+    "route_module_walk_attention.py": {**FULL, "multi_head": 0},
+    "route_refs_private_normalize_layer_norm.py": {**FULL, "block": 0},
+    "route_scipy_zscore_layer_norm.py": {**FULL, "block": 0},
+    # ... also when the file never names the package (imported at run time, refused as it is)
+    "route_hidden_import_zscore_layer_norm.py": {**FULL, "block": 0},
+    # ... also when a tensor subclass of the student's performs each of the library's calls
+    "route_torch_function_launders_library_attention.py": {**FULL, "multi_head": 0},
+}
+EXPECTED.update(COMPUTED)
+STATUS.update({(name, q): "forbidden call" for name, want in COMPUTED.items()
+               for q, score in want.items() if score != "full"})
+# The refusals hold once the import is over, read by the fork server from outside the worker:
+# a file whose top level serves the graded calls itself, before they hold, gets nothing graded
+# where a routine is forbidden (not graded, flagged); a question that forbids nothing is graded
+# in a worker that refuses nothing.
+UNARMED_BY_IMPORT = {"arming_skipped_serving_from_import.py":
+                     {**ZERO, "split_heads": "full"}}
+EXPECTED.update(UNARMED_BY_IMPORT)
+REVIEW.update(UNARMED_BY_IMPORT)
+STATUS.update({("arming_skipped_serving_from_import.py", q): "error"
+               for q in QUESTIONS if q != "split_heads"})
 
 
 def check_flag(name: str, row: dict) -> None:

@@ -1,11 +1,12 @@
 """What `autograder lint` says about each question's forbidden routines: where they are refused.
 
-For every forbidden routine of a question: how many of torch's dispatcher operators compute it
-(refused there, every overload and kernel: `sandbox/forbidden_ops.py`), and every Python
-implementation of it found in the installed environment (torch's references and decomposition
-tables, SciPy's softmax), which the grading worker refuses as a routine
-(`sandbox/library_routines.py`). A routine outside the table is refused by name where the
-function is; the listing says so, so that an author sees what is covered.
+For every question that forbids something: its entries, and what the grading worker refuses
+for them (`sandbox/routines.py`: the assignment's `[routines]`, else what the installed torch
+gives): how many of torch's dispatcher operators (every overload and kernel), the signature that
+library code computing the routine is recognised by, the Python-level functions refused where
+they are, and every Python implementation of the operators found in the installed torch
+(its references and decomposition tables, `sandbox/library_routines.py`), so that an author
+sees what is covered.
 """
 from __future__ import annotations
 
@@ -14,27 +15,37 @@ from pathlib import Path
 
 def coverage(root: Path) -> list[str]:
     """Lines for the report: one per question that forbids something, then its routines."""
-    from ..model.assignment import load_assignment
     from ..grading.runner import question_forbidden
-    from ..sandbox.forbidden_ops import ROUTINE_OPS
+    from ..model.assignment import load_assignment
     from ..sandbox.library_routines import implementations
+    from ..sandbox.routines import table_for
 
     assignment = load_assignment(str(root))
+    table = table_for(assignment.routines)
     lines: list[str] = []
     for q in assignment.questions:
         names = [n for n in question_forbidden(assignment, q.id) if not n.startswith("autograd.")]
         if not names:
             continue
         lines.append(f"{q.id}: forbids {', '.join(f'`{n}`' for n in names)}")
-        ops = sorted({op for n in names for op in ROUTINE_OPS.get(n, ())})
+        plans = [table.plan(n) for n in names]
+        ops = sorted({op for p in plans for op in p.ops})
         if ops:
             lines.append(f"  refused at torch's dispatcher: {len(ops)} operators "
                          f"({', '.join(ops)})")
         found = sorted(implementations(ops)) if ops else []
         lines.append("  library implementations refused as routines: "
                      + (", ".join(found) if found else "none installed"))
-        by_name = [n for n in names if n not in ROUTINE_OPS]
-        if by_name:
-            lines.append("  refused by name where the function is: "
-                         + ", ".join(f"`{n}`" for n in by_name))
+        signatures = []
+        for p in plans:
+            for g in p.signatures:
+                shown = " + ".join("(" + " | ".join(group) + ")" for group in g)
+                if shown not in signatures:
+                    signatures.append(shown)
+        if signatures:
+            lines.append("  library code computing it (one operator of each group in one "
+                         "call): " + "; ".join(signatures))
+        python = sorted({t for p in plans for t in p.python})
+        if python:
+            lines.append("  refused where the function is: " + ", ".join(f"`{t}`" for t in python))
     return lines

@@ -8,6 +8,8 @@ Each finding names the file, the line and the fix. Checked:
   (else its snapshots are recorded under the other name and every student is told the grader
   could not run the case); a hidden case carries points; its cases give no more than its
   `points` (otter refuses such a file);
+* the forbidden routines: the `[routines]` table and every forbidden entry, of assignment.toml
+  and of the question files, stands for something that is refused (`lint_routines.py`);
 * each question's `functions` are defined by the template (else the notebook gets a stub cell
   for a function students were never given);
 * each public case's snapshot exists and, when the reference is at hand, is what the reference
@@ -46,6 +48,8 @@ from ..platforms.registry import lint_settings, settings_tables
 from .lint_written import lint_written, toml_finding
 from .paths import project_relative, project_root_of, shown_assignment
 from .lint_cases import function_names
+from .lint_routines import (entry_findings, question_file_entries, routine_findings,
+                            table_of)
 
 TOP_KEYS = {"name", "title", "student_file", "template", "reference", "mistakes",
             "written_answers"}
@@ -56,7 +60,9 @@ ENGINE_TABLES: dict[str, set[str] | None] = {
     "outputs": None,
     "integrity": {"on_tamper"},
     "limits": {f.name for f in fields(Limits)},
-    "question": {"id", "functions", "answers"},
+    "question": {"id", "functions", "answers", "forbidden"},
+    # The library routines questions may forbid: keyed by routine id (`lint_routines.py`).
+    "routines": None,
     "student": {"bundle_url"},
     # Written by `autograder build` into public bundles (platforms/public_only.py).
     "hidden_cases": {"cases", "points", "max_score", "points_by_question"},
@@ -205,7 +211,7 @@ def _public_snapshot_keys(tree: ast.Module) -> list[tuple[str, int]]:
     return found
 
 
-def _check_question_file(qid: str, path: Path, source: str) -> list[LintError]:
+def _check_question_file(qid: str, path: Path, source: str, table=None) -> list[LintError]:
     try:
         tree = ast.parse(source)
     except SyntaxError as e:
@@ -238,7 +244,7 @@ def _check_question_file(qid: str, path: Path, source: str) -> list[LintError]:
             errors.append(LintError(path, node.lineno, f"Question({node.args[0].value!r}) does "
                                     f"not name the question {qid!r}",
                                     f"write `Question(name, ...)` or `Question(\"{qid}\", ...)`"))
-    errors += _check_forbidden(path, tree)
+    errors += _check_forbidden(path, tree, table)
     errors += _check_points(path, tree)
     for node in tree.body:
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -292,34 +298,15 @@ def _check_points(path: Path, tree: ast.Module) -> list[LintError]:
     return []
 
 
-def _check_forbidden(path: Path, tree: ast.Module) -> list[LintError]:
-    """Each forbidden torch routine of a `Question(...)` must exist: mapped to aten operators
-    the installed torch has (refused at the dispatcher, whatever the route), or at least a
-    function of the installed torch (refused by name); a typo would be refused nowhere."""
-    from ..sandbox.forbidden_ops import missing_ops, routine_ops, unmapped
+def _check_forbidden(path: Path, tree: ast.Module, table=None) -> list[LintError]:
+    """Each forbidden entry of a `Question(...)` must stand for something that is refused: a
+    routine of the assignment's table, or a name the installed libraries have; a typo would
+    be refused nowhere (`lint_routines.py`)."""
+    from ..sandbox.routines import Table
 
-    errors = []
-    for node in ast.walk(tree):
-        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-                and node.func.id == "Question"):
-            continue
-        value = next((k.value for k in node.keywords if k.arg == "forbidden"), None)
-        if not isinstance(value, (ast.List, ast.Tuple)):
-            continue
-        names = [e.value for e in value.elts if isinstance(e, ast.Constant)
-                 and isinstance(e.value, str)]
-        for name in unmapped(names):
-            errors.append(LintError(
-                path, node.lineno, f"the forbidden routine `{name}` is not in the installed "
-                "torch, nor mapped to operators of its dispatcher, so nothing would refuse it",
-                "correct the name, or map it in autograder/sandbox/forbidden_ops.py"))
-        for op in missing_ops(names):
-            routine = routine_ops(names)[op]
-            errors.append(LintError(
-                path, node.lineno, f"`{routine}` maps to aten::{op}, which the installed torch "
-                "does not have", "remove the operator from autograder/sandbox/forbidden_ops.py "
-                "or install the torch the grader pins"))
-    return errors
+    table = table if table is not None else Table()
+    return [LintError(*f) for line, names in question_file_entries(tree)
+            for f in entry_findings(path, line, table, names)]
 
 
 # ------------------------------------------------------------------ snapshots
@@ -425,6 +412,12 @@ def lint(name_or_path: str | Path, *, snapshots: bool = True, reference: bool = 
             except SyntaxError as e:
                 errors.append(LintError(template, e.lineno or 1, f"syntax error: {e.msg}",
                                         "correct the syntax"))
+    table, table_error = table_of(config)
+    if table_error:
+        errors.append(LintError(toml_path, where.table("routines"), table_error,
+                                "correct the [routines] table"))
+    errors += [LintError(*f) for f in routine_findings(
+        toml_path, table, lambda rid: where.table(f"routines.{rid}"))]
     questions: list[tuple[str, Path]] = []
     raw_questions = config.get("question") if isinstance(config.get("question"), list) else []
     for i, q in enumerate(raw_questions):
@@ -441,7 +434,12 @@ def lint(name_or_path: str | Path, *, snapshots: bool = True, reference: bool = 
                                     "the id"))
             continue
         questions.append((qid, test_file))
-        errors += _check_question_file(qid, test_file, test_file.read_text())
+        errors += _check_question_file(qid, test_file, test_file.read_text(), table)
+        forbidden = q.get("forbidden", [])
+        if isinstance(forbidden, list):
+            errors += [LintError(*f) for f in entry_findings(
+                toml_path, where.key("question", "forbidden", i), table,
+                [n for n in forbidden if isinstance(n, str)])]
         if api:
             errors += [LintError(*f) for f in function_names(test_file, test_file.read_text(),
                                                              api)]

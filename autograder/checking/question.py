@@ -39,6 +39,7 @@ from ..model.assignment import Assignment, AssignmentError, assignment_for_test_
 from ..model.status import CaseStatus
 from ..sandbox.execute import Chained, iter_arrays, path_key, run_call, with_chained_functions
 from ..sandbox.protocol import roundtrip_outcome
+from ..sandbox.routines import table_for
 from ..sandbox.wire import Opaque
 from . import checks
 from .answers import (MissingAnswer, _canonical, _form_of_canonical, _show, answer_digest,
@@ -56,8 +57,8 @@ from .record import CheckRecord
 
 # ------------------------------------------------------------------ the question
 
-# Every Question made, by (question file, name): lets the grader learn which forbidden names
-# need tripwires before a student's module is imported (`forbidden_names`).
+# Every Question made, by (question file, name): lets the grader learn each question's
+# forbidden names before a student's module is imported (`runner.question_forbidden`).
 _registry: dict[tuple[str, str], "Question"] = {}
 
 
@@ -79,7 +80,8 @@ class Question:
                  tolerance: dict | None = None, input_precision: str | None = None,
                  shape_hint: str | None = None, assignment: Assignment | None = None):
         self.name = name
-        self.forbidden = list(forbidden)
+        # As the question file lists them; `forbidden` adds those of assignment.toml.
+        self.own_forbidden = list(forbidden)
         self.tolerance = tolerance or {}
         # How the inputs' own precision widens each case's tolerances (checks.
         # INPUT_PRECISION_KINDS); checked here so that a typo fails when the file loads.
@@ -100,6 +102,16 @@ class Question:
             if self._assignment is None:
                 raise GraderError(f"cannot find the assignment of {self._file}")
         return self._assignment
+
+    @property
+    def forbidden(self) -> list[str]:
+        """The routines this question forbids: assignment.toml's, then the question file's."""
+        try:
+            info = self.assignment.question(self.name)
+        except (AssignmentError, GraderError):
+            return list(self.own_forbidden)
+        names = list(dict.fromkeys(info.forbidden))
+        return names + [n for n in self.own_forbidden if n not in names]
 
     def _labels(self, fn_name: str) -> Labels:
         sig = self.assignment.api.get(fn_name)
@@ -123,8 +135,11 @@ class Question:
             kind = getattr(student, "type_name", type(student).__name__)
             raise CheckFailed([Problem.of("missing", case="not_a_function", function=fn_name,
                                           type=kind)], status=CaseStatus.ERROR)
+        forbidden = self.forbidden
+        table = table_for(self.assignment.routines)
         outcome = run_call(student, args, kwargs, upstream=upstream, want_grad=want_grad,
-                           forbidden=self.forbidden, api=list(self.assignment.api))
+                           forbidden=forbidden, api=list(self.assignment.api),
+                           plans=[table.plan(n) for n in forbidden])
         return roundtrip_outcome(outcome, fn_name)
 
     def _signature(self, fn_name: str) -> str:
@@ -342,6 +357,20 @@ class Question:
         raise CheckFailed([Problem.of("answer", name=name, shown=_show(value), why=why)])
 
     # -- judging
+    def _refusal(self, fn_name: str, got: dict, noun: str) -> Problem:
+        """A refusal the call met, in the words `autograder grade` uses (`words.py`): the
+        routine as the assignment names and explains it, and how it was refused."""
+        how = dict(zip(got["forbidden"], got.get("refused_how") or []))
+        # A named function says more than the autograd node it left behind.
+        hits = [n for n in got["forbidden"] if not n.startswith("autograd.")]
+        if not hits:
+            return Problem.of("forbidden", function=fn_name, routines=list(got["forbidden"]),
+                              noun=noun)
+        name, routines = hits[0], self.assignment.routines
+        return Problem.of("forbidden", function=fn_name, routines=hits, noun=noun,
+                          shown=routines.shown(name), how=how.get(name, "routine"),
+                          explain=routines.explain(name))
+
     def _status_problem(self, fn_name: str, got: dict, numpy_inputs: bool = False
                         ) -> tuple[Problem, CaseStatus] | None:
         """What the call's status says is wrong (a forbidden call, an error, a stub...), with
@@ -350,11 +379,7 @@ class Question:
         # Forbidden calls the worker saw at run time: hard evidence. (The source scan's
         # sightings only flag the row for review: `integrity`.)
         if got["forbidden"]:
-            # A named function says more than the autograd node it left behind.
-            hits = [n for n in got["forbidden"] if not n.startswith("autograd.")] or \
-                got["forbidden"]
-            return (Problem.of("forbidden", function=fn_name, routines=hits,
-                               noun="array" if numpy_inputs else "tensor"),
+            return (self._refusal(fn_name, got, "array" if numpy_inputs else "tensor"),
                     CaseStatus.FORBIDDEN)
         if status == "ok":
             return None

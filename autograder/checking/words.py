@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
+from ..sandbox.evidence import refusal_message
 from .formatting import fmt_num, fmt_shape
 
 # Facts that hold an author's own words (`Problem(kind, message, hidden)`).
@@ -83,6 +84,11 @@ def _dependency(f: Mapping[str, Any]) -> Said:
 
 @says("forbidden")
 def _forbidden(f: Mapping[str, Any]) -> Said:
+    """A routine the question forbids, reached: named as the assignment names it, in the words
+    of `autograder grade` (`refusal_message`), or the autograd nodes it left in the result."""
+    if f.get("shown"):
+        return same(refusal_message(f["function"], f["shown"], f.get("how", "routine"),
+                                    f["noun"], f.get("explain", "")))
     names = ", ".join(
         f"a library routine (`{n[len('autograd.'):]}` in the autograd graph of your result)"
         if n.startswith("autograd.") else f"`{n}`" for n in f["routines"])

@@ -20,12 +20,14 @@ from ..intake.signatures import signature_note
 from ..model.assignment import Assignment
 from ..model.limits import Limits
 from ..model.results import SubmissionResult
+from ..model.routines import Routines
 from ..model.status import CaseStatus, QuestionStatus
 from ..sandbox.execute import Chained, describe_error
 from .integrity import CallLog
 from .runner import (QuestionStopped, failed_everywhere, grade_functions, internal_error,
-                     malformed_reply, question_forbidden, tripwire_names)
+                     malformed_reply, question_forbidden, refused_targets)
 from ..sandbox import Sandbox, SandboxError
+from ..sandbox.routines import table_for
 from ..sandbox.session import MalformedReply, WorkerSession, WorkerStopped, forbidden_message
 from ..static_scan import ScanResult, scan_source
 from ..diagnose.stand_ins import WorkerStandIns
@@ -46,8 +48,10 @@ class RemoteFunction:
     """
 
     def __init__(self, session: WorkerSession, name: str, scan: ScanResult | None = None,
-                 log: CallLog | None = None):
+                 log: CallLog | None = None, routines: Routines | None = None):
         self._session = session
+        # The assignment's routines: how feedback names them, the scan's other words for them.
+        self._routines = routines if routines is not None else Routines()
         self._scan = scan
         self._log = log
         self.__name__ = name
@@ -67,16 +71,24 @@ class RemoteFunction:
             routines = e.routines
             if routines and self._scan is not None and forbidden:
                 # The run is the evidence; the scan, where it found the route, says where.
-                found = self._scan.forbidden(self.__name__, list(forbidden))
+                found = self._scan.forbidden(self.__name__, list(forbidden), self._words())
                 if found:
-                    message = forbidden_message(self.__name__, routines, e.noun,
-                                                [f.describe() for f in found])
+                    message = forbidden_message(
+                        self.__name__, [self._routines.shown(routines[0])], e.noun,
+                        [f.describe() for f in found], e.how,
+                        self._routines.explain(routines[0]))
             raise QuestionStopped(e.status, message, routines) from None
         if self._scan is not None and self._log is not None and forbidden:
-            found = self._scan.forbidden(self.__name__, list(forbidden))
+            found = self._scan.forbidden(self.__name__, list(forbidden), self._words())
             if found:
                 self._log.sighted(found)
         return outcome
+
+    def _words(self) -> dict[str, tuple[str, ...]]:
+        """Other library words of each forbidden routine, for the scan (`also_named`)."""
+        known = self._routines
+        return {n: known.also_named(n) for n in known.routines} | {
+            n: known.also_named(n) for r in known.routines.values() for n in r.names}
 
     def __call__(self, *args, **kwargs):
         # A question file's own call, outside its checks: in the question's worker.
@@ -328,22 +340,31 @@ def _grade_submission(assignment: Assignment, path: Path, sandbox: Sandbox,
         # Escapes the worker's audit hook refused are hard evidence, whatever the scan says.
         return integrity.withhold_for_escapes(result, session.escapes, policy)
 
-    tripwires = tripwire_names(assignment)
-    if "compile(" in sub.source and "torch" in sub.source:
-        # torch.compile's machinery (seconds to import) is imported once by the fork server,
-        # not again by each of the submission's workers.
-        tripwires.append("torch._dynamo.optimize")
-    if tripwires:
-        sandbox.preload(tripwires)
+    # What the forbidden routines take (torch's Python implementations of their operators,
+    # the Python-level targets and where modules hold them): looked up once by the fork server.
+    ops, python = refused_targets(assignment)
+    table = table_for(assignment.routines)
+    # A Python-level routine's module (SciPy's, seconds and tens of MiB to import) is imported
+    # by the fork server for a file that names its package; another file that imports it is
+    # refused as it imports it (`guard._late`).
+    python = [n for n in python if n.split(".")[0] in sub.source]
+    if "checkpoint" in sub.source and "torch" in sub.source:
+        # torch's checkpointing imports its compiler's machinery on first use (seconds):
+        # imported once by the fork server, not again by each of the submission's workers.
+        python.append("torch._dynamo.optimize")
     # Each worker refuses its question's forbidden routines and, ahead of need, those of the
-    # questions after it (`WorkerSession._arming`).
+    # questions after it (`WorkerSession._arming`): the first one refuses them all.
     schedule = [(q.id, tuple(question_forbidden(assignment, q.id))) for q in assignment.questions
                 if not questions or q.id in questions]
+    first = list(dict.fromkeys(n for _, names in schedule for n in names))
+    if ops or python or first:
+        sandbox.preload(python, ops, (first, [table.plan(n).to_json()
+                                              for n in first]))
     session = WorkerSession(sandbox, sub.source, filename,
                             Path(assignment.student_file).stem, list(assignment.api), limits,
                             cells=cells, answers=list(assignment.answers),
                             memo=_INPUT_ENCODINGS, schedule=schedule,
-                            texts=[q.id for q in assignment.written])
+                            texts=[q.id for q in assignment.written], table=table)
     try:
         try:
             loaded = session.start()
@@ -363,7 +384,7 @@ def _grade_submission(assignment: Assignment, path: Path, sandbox: Sandbox,
             if info is None:
                 env[name] = None
             elif info.get("kind") == "function":
-                env[name] = RemoteFunction(session, name, scan, log)
+                env[name] = RemoteFunction(session, name, scan, log, assignment.routines)
             else:
                 env[name] = NotAFunction(str(info.get("kind")))
         # Knowledge-check answers: plain data the worker reported, judged here.
@@ -433,6 +454,7 @@ def check_in_process(assignment: Assignment, path: Path,
     module_name = Path(assignment.student_file).stem
     from ..sandbox.worker import load_student_module
 
+    run_as_written()
     try:
         # The source already read (a regular file, no link): the path is not opened again.
         # Its folder is importable, so helpers next to the file can be imported.
@@ -479,10 +501,23 @@ def student_env(assignment: Assignment, module) -> dict[str, Any]:
     return env
 
 
+def run_as_written() -> None:
+    """`torch.compile` in this process (a student's own check) returns what it is given, as in
+    the grader's worker: code a compiler generates would compute past the check of forbidden
+    routines, and `check` must find what `grade` finds."""
+    import torch
+
+    from ..sandbox.bypass import eager_compile
+    from ..sandbox.guard import isolated
+
+    torch.compile = eager_compile(isolated)
+
+
 def _check_notebook_in_process(assignment: Assignment, path: Path, sub: Submission,
                                questions: list[str] | None) -> SubmissionResult:
     from ..sandbox.worker import load_student_cells
 
+    run_as_written()
     cells, notes = notebook_cells(sub, path.name)
     module, errors = load_student_cells(cells, path.name, Path(assignment.student_file).stem)
     env = student_env(assignment, module)

@@ -20,39 +20,42 @@ from ..model.assignment import Assignment
 from .questions import QuestionStopped, load_question_file, run_question  # noqa: F401
 from ..model.results import CaseResult, QuestionResult, SubmissionResult
 from ..model.status import CaseStatus, QuestionStatus
+from ..sandbox.routines import table_for
 
 
 def forbidden_names(assignment: Assignment) -> list[str]:
-    """Every forbidden entry of the assignment's questions, in order (loads the question files,
-    whose `Question(...)` objects hold them)."""
-    from ..checking.question import questions_in
-
+    """Every forbidden entry of the assignment's questions, in order."""
     names: list[str] = []
     for q in assignment.questions:
-        load_question_file(str(q.test_file))
-        for question in questions_in(q.test_file):
-            names += [n for n in question.forbidden if n not in names]
+        names += [n for n in question_forbidden(assignment, q.id) if n not in names]
     return names
 
 
 def question_forbidden(assignment: Assignment, qid: str) -> list[str]:
-    """The forbidden entries of one question (its file's `Question(...)` objects), in order:
-    the set its sandboxed worker refuses from before the student's code runs."""
+    """The forbidden entries of one question, in order: those `assignment.toml` lists, then its
+    question file's (`Question(forbidden=...)`): the set its sandboxed worker refuses."""
     from ..checking.question import questions_in
 
-    test_file = assignment.question(qid).test_file
-    load_question_file(str(test_file))
-    names: list[str] = []
-    for question in questions_in(test_file):
-        names += [n for n in question.forbidden if n not in names]
+    info = assignment.question(qid)
+    names = list(dict.fromkeys(info.forbidden))
+    load_question_file(str(info.test_file))
+    for question in questions_in(info.test_file):
+        names += [n for n in question.own_forbidden if n not in names]
     return names
 
 
-def tripwire_names(assignment: Assignment) -> list[str]:
-    """The forbidden entries outside torch, caught by tripwires (see `execute`)."""
-    from ..sandbox.execute import is_tripwire_name
-
-    return [n for n in forbidden_names(assignment) if is_tripwire_name(n)]
+def refused_targets(assignment: Assignment) -> tuple[list[str], list[str]]:
+    """(aten operators, Python-level targets) the assignment's forbidden entries refuse: what
+    the sandbox's fork server looks up once for every worker (`Sandbox.preload`)."""
+    table = table_for(assignment.routines)
+    ops: list[str] = []
+    python: list[str] = []
+    for name in forbidden_names(assignment):
+        plan = table.plan(name)
+        ops += [o for o in plan.ops + [o for sig in plan.signatures for g in sig for o in g]
+                if o not in ops]
+        python += [p for p in plan.python if p not in python]
+    return ops, python
 
 
 # Failing cases whose own status says the values were never the problem: a helper question's

@@ -21,6 +21,7 @@ from types import ModuleType
 from .project import ASSIGNMENTS_DIR
 from .safetext import shown_path
 from .limits import Limits
+from .routines import RoutineError, Routines, parse_routines
 from .written_spec import WrittenError, WrittenQuestion, load_written
 
 
@@ -45,6 +46,9 @@ class QuestionInfo:
     functions: list[str]
     test_file: Path
     answers: list[str] = field(default_factory=list)
+    # Routines this question forbids, as `assignment.toml` lists them (ids of `[routines]` or
+    # names); its question file's `Question(forbidden=...)` adds to them.
+    forbidden: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -62,6 +66,8 @@ class Assignment:
     answers: list[str] = field(default_factory=list)
     # Questions answered in words and graded by hand (written.toml; model/written_spec.py).
     written: list[WrittenQuestion] = field(default_factory=list)
+    # The library routines its questions may forbid, and what computes each (`[routines]`).
+    routines: Routines = field(default_factory=Routines)
 
     @property
     def snapshot_dir(self) -> Path:
@@ -194,16 +200,25 @@ def load_assignment(name_or_path: str | Path) -> Assignment:
         if unknown:
             raise AssignmentError(f"question {q['id']}: answers {', '.join(unknown)} are not "
                                   "`NAME = None` lines of the template")
+        forbidden = q.get("forbidden", [])
+        if not isinstance(forbidden, list) or not all(isinstance(n, str) and n
+                                                      for n in forbidden):
+            raise AssignmentError(f"question {q['id']}: forbidden must be a list of routines "
+                                  "(ids of [routines] or library names)")
         questions.append(QuestionInfo(q["id"], list(q.get("functions", [])), test_file,
-                                      list(q.get("answers", []))))
+                                      list(q.get("answers", [])), list(forbidden)))
     model_answers = config.get("written_answers")
     try:
         written = load_written(root, _resolve(root, base, model_answers)
                                if isinstance(model_answers, str) else None)
     except WrittenError as e:
         raise AssignmentError(str(e)) from e
+    try:
+        routines = Routines(parse_routines(config.get("routines")))
+    except RoutineError as e:
+        raise AssignmentError(f"{shown_path(root / 'assignment.toml')}: {e}") from e
     return Assignment(
-        written=written,
+        written=written, routines=routines,
         name=config["name"], title=config.get("title", config["name"]), root=root,
         student_file=config["student_file"], template=template,
         reference_path=reference_path if reference_path and reference_path.exists() else None,

@@ -29,9 +29,11 @@ Processes (one line of descent each; arrows are "starts"):
 Channels, and what crosses them:
 
 * grading process <-> fork server: a socket of JSON lines. Requests: `spawn` (a worker's
-  limits, its uid, and the worker's socket as a passed file descriptor), `finish` (stop a worker,
-  report its exit), `preload` (import library modules of dotted names, for tripwires). Replies
-  are short JSON objects read with a timeout.
+  limits, its uid, its forbidden names and what refuses each, and the worker's socket as a
+  passed file descriptor), `armed` (whether a worker's refusals hold, read from
+  `/proc/<pid>/limits`: `armed.py`), `finish` (stop a worker, report its exit), `preload`
+  (import library modules of dotted names and build what arming the first worker of a
+  submission takes, once). Replies are short JSON objects read with a timeout.
 * grading process <-> worker: one socket per worker, framed by `wire.pack`/`wire.Reader`: a
   JSON header and length-prefixed byte buffers, every size checked before it is read. The
   trusted side sends the student's source as text (never a path), then one `call` per case:
@@ -45,8 +47,10 @@ Channels, and what crosses them:
   the fork server to SIGKILL the worker; the worker's own signal handlers cannot delay that.
 * exit status: the one thing the worker cannot forge. Its checks that must hold end it with a
   status naming what they refused (`evidence.py`), read by the fork server: a forbidden
-  routine reached (refused at torch's dispatcher and in the library function itself,
-  `guard.py`) or an escape refused by the audit hook (`audit.py`).
+  routine reached (refused at torch's dispatcher, in the library function itself, in library
+  code performing its signature, or in a compiler that runs past the dispatcher: `guard.py`)
+  or an escape refused by the audit hook (`audit.py`). The refusals hold once the student's
+  file is imported; the trusted side sends no call before the fork server reads that they do.
 
 Inside the worker, before the student's source runs (`worker.protect`): an audit hook (PEP 578,
 which Python cannot remove) refuses what CPython audits as ways to the worker's own code and

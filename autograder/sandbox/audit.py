@@ -5,9 +5,11 @@ audit hook, and its state lives only in this closure. CPython raises an audit ev
 way to reach objects the student was not given: frames (`sys._getframe`, `sys._current_frames`,
 a traceback's `tb_frame`, a generator's or coroutine's frame, `f_code`), the collector's object
 lists, `ctypes`, building code and functions, `marshal`, pickle's `find_class`, trace and
-profile hooks, the process's own `/proc` files, and imports. The hook refuses those by ending
-the worker with an exit status naming the escape (`evidence.py`): the refusal is complete (no
-code of the student's runs after it) and the trusted side reads it from outside the worker.
+profile hooks, the process's own `/proc` files, imports, and raising the resource limit that
+makes the refusals hold (`armed.py`; lowering it to 0 only makes them hold). The hook refuses
+those by ending the worker with an exit status naming the escape (`evidence.py`): the refusal
+is complete (no code of the student's runs after it) and the trusted side reads it from outside
+the worker.
 
 Honest code must never trip it, so a few readers are allowed by who asks, identified by their
 code objects (which the student can neither forge nor rebuild: building code is refused):
@@ -17,7 +19,9 @@ code objects (which the student can neither forge nor rebuild: building code is 
   which returns text), so `traceback.print_exc()` or a `NamedTuple` keep working;
   `inspect.stack()` or `sys._getframe()` itself, which hand frames to the caller, are refused;
 * the import system's `marshal.loads` of cached bytecode;
-* the engine's own code (`trusted`): the guard's code swaps (`guard.py`).
+* the engine's own code (`trusted`): the guard's code swaps (`guard.py`);
+* the refusals' own walk of the stack (`observe.py`): each frame read is let through once by a
+  token the walk and this hook alone hold.
 
 What it does not hold against: native code. A compiled extension already loaded by a library,
 or a bug in one, runs below Python's audit points; there only the sandbox level holds (its own
@@ -33,7 +37,7 @@ from typing import Iterable
 from .evidence import ESCAPE_EXIT, ESCAPES
 
 FRAMES, GC, CTYPES, CODE, MARSHAL, PICKLE, TRACE, PROC, HOOK, ENGINE, SET_CODE, CLASSES, \
-    PROCESS = range(len(ESCAPES))
+    PROCESS, ARMING = range(len(ESCAPES))
 
 # Attributes CPython audits as "object.__getattr__" that hand out a frame or a code object.
 _FRAME_ATTRIBUTES = {"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_code"}
@@ -51,7 +55,8 @@ _PROCESS_EVENTS = {"os.fork", "os.forkpty", "os.posix_spawn", "os.exec", "os.sys
                    "os.spawn", "subprocess.Popen", "pty.spawn", "os.startfile"}
 _WATCHED = set(_ALWAYS) | _PROCESS_EVENTS | {"sys._getframe", "object.__getattr__", "object.__setattr__",
                            "code.__new__", "function.__new__", "marshal.loads", "marshal.load",
-                           "open", "import", "compile", "pickle.find_class"}
+                           "open", "import", "compile", "pickle.find_class",
+                           "resource.setrlimit", "resource.prlimit"}
 # What pickle may look up by name: the functions and classes that rebuild tensors, arrays and
 # containers (a pickle round trip or `copy.deepcopy` of the parameters), nothing that runs
 # code of the pickle's choosing.
@@ -151,11 +156,16 @@ def _under_proc(path) -> bool:
 
 
 def install(exit_worker, trusted: Iterable[object] = (),
-            engine_classes: Iterable[type] = ()) -> None:
+            engine_classes: Iterable[type] = (), tokens: dict | None = None,
+            on_import=None) -> None:
     """Install the hook. `exit_worker(status)` ends the process (`os._exit`, taken here so that
     nothing the student rebinds later matters); `trusted`: the engine's own code objects that
     may swap a function's code; `engine_classes`: classes whose attributes the student's code
-    may not change."""
+    may not change; `tokens`: the frame reads the refusals' own stack walk makes
+    (`observe.py`), each let through once: {thread: the frame about to be read, or
+    `sys._getframe` for the call that starts the walk}; `on_import(name)`: called when a module
+    is about to be imported (after the import passed this hook's checks), outside this hook's
+    own guard, so that whatever it imports meets every check (`guard._late`)."""
     readers, generators, consumers = _standard_readers()
     loaders = set()
     for name in ("_frozen_importlib_external", "zipimport"):
@@ -183,6 +193,10 @@ def install(exit_worker, trusted: Iterable[object] = (),
     starter_files, starter_folders = _process_starters()
     get_frame, get_ident, exit_status = sys._getframe, threading.get_ident, ESCAPE_EXIT
     inside: set[int] = set()   # threads running this hook: its own frame reads pass
+    walks = tokens if tokens is not None else {}
+    import resource
+
+    arming = resource.RLIMIT_RTTIME
 
     def chain(frame, depth: int) -> list:
         """Code objects of `frame` (the operation's caller) and up to `depth` frames above."""
@@ -230,9 +244,25 @@ def install(exit_worker, trusted: Iterable[object] = (),
             frame = frame.f_back
         return frame is None or not _is_library(frame.f_code.co_filename, library)
 
+    def lowers_arming_only(event: str, args: tuple) -> bool:
+        """A change of resource limits that leaves the arming limit alone or lowers it to 0
+        (which only makes the refusals hold)."""
+        rest = args[1:] if event == "resource.prlimit" else args
+        if not rest or rest[0] != arming:
+            return True
+        limits = rest[1] if len(rest) > 1 else None
+        if limits is None:
+            return True          # prlimit reading the limits
+        try:
+            return tuple(limits)[1] == 0
+        except (TypeError, IndexError):
+            return False
+
     def refused(event: str, args: tuple, frame) -> int | None:
         if event in _ALWAYS:
             return _ALWAYS[event]
+        if event in ("resource.setrlimit", "resource.prlimit"):
+            return None if lowers_arming_only(event, args) else ARMING
         if event in _PROCESS_EVENTS:
             return PROCESS if started_by_student(frame) else DECLINED
         if event == "sys._getframe":
@@ -285,6 +315,11 @@ def install(exit_worker, trusted: Iterable[object] = (),
         me = get_ident()
         if me in inside:
             return
+        token = walks.get(me)
+        if token is not None and ((event == "sys._getframe" and token is get_frame) or (
+                event == "object.__getattr__" and args[0] is token and args[1] == "f_code")):
+            walks.pop(me, None)      # the refusals' own walk: each token passes once
+            return
         inside.add(me)
         try:
             # The Python frame that caused the event (0 is this hook).
@@ -295,5 +330,7 @@ def install(exit_worker, trusted: Iterable[object] = (),
             raise PermissionError("the grader's worker starts no other process")
         if kind is not None:
             exit_worker(exit_status + kind)
+        if on_import is not None and event == "import" and args:
+            on_import(str(args[0]))
 
     sys.addaudithook(hook)

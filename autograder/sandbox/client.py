@@ -176,9 +176,10 @@ class Sandbox:
         killed, self._oom_kills = kills > self._oom_kills, kills
         return killed
 
-    def spawn(self, limits: Limits, forbidden: tuple[str, ...] = ()
-              ) -> tuple[int, socket.socket, int]:
-        """A new worker that refuses `forbidden` for good from before the student's code runs
+    def spawn(self, limits: Limits, forbidden: tuple[str, ...] = (),
+              plans: list[dict] | None = None) -> tuple[int, socket.socket, int]:
+        """A new worker that refuses `forbidden` (each as its plan says, `routines.Plan`) for
+        good once the student's file is imported, installed before the student's code runs
         (and installs the audit hook unless `limits.audit_hook` is 0)."""
         self.wait_ready()
         self._bound_memory(limits)
@@ -188,6 +189,7 @@ class Sandbox:
         memory = self._memory_bytes(limits)
         req = {"op": "spawn", "id": wid, "uid": self.uid if self.level != "rlimits" else None,
                "forbidden": [str(n) for n in forbidden], "audit": bool(limits.audit_hook),
+               "plans": list(plans) if plans is not None else [{} for _ in forbidden],
                "limits": {
                    "memory_bytes": memory,
                    "cpu_seconds": int(limits.submission_seconds * 2 + 30),
@@ -212,16 +214,33 @@ class Sandbox:
             raise SandboxError("the fork server could not start a worker")
         return wid, ours, memory
 
-    def preload(self, names: list[str]) -> None:
-        """Have the fork server import the modules of these dotted names once (for tripwires:
-        each worker then installs them without paying for the import)."""
+    def preload(self, names: list[str], ops: list[str] = (),
+                arming: tuple[list[str], list[dict]] | None = None) -> None:
+        """Have the fork server import the modules of these dotted names and look up what
+        refusing them and the operators `ops` takes, and build what arming a worker for
+        `arming` (names and their plans) takes, once: each worker then installs them without
+        paying for it."""
         todo = [n for n in names if n not in self._preloaded]
-        if not todo:
+        todo_ops = [o for o in ops if f"aten::{o}" not in self._preloaded]
+        key = repr(arming) if arming else None
+        if not todo and not todo_ops and (key is None or key in self._preloaded):
             return
         self.wait_ready()
-        self._send({"op": "preload", "names": todo})
+        request: dict = {"op": "preload", "names": todo, "ops": todo_ops}
+        if arming:
+            request["arming"] = {"names": list(arming[0]), "plans": list(arming[1])}
+        self._send(request)
         self._reply(timeout=120)
         self._preloaded.update(todo)
+        self._preloaded.update(f"aten::{o}" for o in todo_ops)
+        if key is not None:
+            self._preloaded.add(key)
+
+    def armed(self, wid: int) -> bool:
+        """Whether worker `wid`'s refusals hold (read by the fork server, outside the worker:
+        `armed.py`)."""
+        self._send({"op": "armed", "id": wid})
+        return self._reply(timeout=30).get("armed") is True
 
     def _memory_bytes(self, limits: Limits) -> int:
         # The worker inherits torch's address space from the fork server: the limit is on top.

@@ -8,11 +8,13 @@ happened, which other student functions were called, and the student's own error
 
 Inputs may be torch tensors or NumPy arrays (or both, nested in tuples, lists and dicts).
 Gradients are computed only for floating-point torch tensors: a call on NumPy arrays has none.
-Forbidden routines are refused where every route to them meets (`guard.py`): torch's at the
-dispatcher (the aten operators that compute them, `forbidden_ops.py`), Python-level library
-functions (`scipy.special.softmax`) in the function object itself; the autograd graph of the
-result (`autograd.<Node>` names) is a second signal. In this process a refusal raises and is
-listed in the outcome; the sandboxed worker arms its own guard, whose refusal ends the worker.
+Forbidden routines are refused where every route to them meets (`guard.py`): at torch's
+dispatcher (the aten operators that compute them, and library code performing a routine's
+signature), Python-level library functions (SciPy's, NumPy's) in the function object itself,
+and torch's compilers that run past the dispatcher; what computes each routine is the
+assignment's data (`routines.py`). The autograd graph of the result (`autograd.<Node>` names)
+is a second signal. In this process a refusal raises and is listed in the outcome with how it
+was refused; the sandboxed worker arms its own guard, whose refusal ends the worker.
 """
 from __future__ import annotations
 
@@ -27,7 +29,9 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
+from .evidence import COMPILER_NAMES
 from .guard import isolated, make_guard
+from .routines import Plan, is_python_name
 from .wire import Record, record_fields
 
 # The whole engine (this package's parent): its frames are never the student's.
@@ -146,13 +150,10 @@ def _graph_nodes(output: Any, limit: int = 20000) -> set[str]:
     return {node.name() for node in seen.values()}
 
 
-TORCH_PREFIXES = ("torch.", "autograd.")
-
-
 def is_tripwire_name(name: str) -> bool:
     """Forbidden entries outside torch (`package.module.function`): refused where the function
     itself is (`guard.py`), since they have no dispatcher."""
-    return "." in name and not name.startswith(TORCH_PREFIXES)
+    return is_python_name(name)
 
 
 def tripwire_module(name: str) -> str | None:
@@ -180,15 +181,21 @@ def _in_process_guard():
     routine for the outcome and raises. In the sandboxed worker the worker arms its own guard,
     whose refusal ends the process instead (`worker.py`)."""
     if "arm" not in _in_process:
-        def refuse(index: int):
-            names, hits = _in_process["names"], _in_process["hits"]
-            name = names[index] if 0 <= index < len(names) else "a forbidden routine"
+        def refuse(code: tuple[str, int]):
+            kind, index = code
+            names, hits, how = _in_process["names"], _in_process["hits"], _in_process["how"]
+            if kind == "compiler":
+                name = COMPILER_NAMES[index]
+            else:
+                name = names[index] if 0 <= index < len(names) else "a forbidden routine"
             if name not in hits:
                 hits.append(name)
+                how.append(kind)
             raise ForbiddenRoutine(f"{name} (or a route to the same library routine) is not "
                                    "allowed in this question")
 
-        _in_process["arm"], _in_process["disarm"], _in_process["problems"] = make_guard(refuse)
+        _in_process["arm"], _in_process["disarm"], _in_process["problems"] = make_guard(
+            refuse, STOP_CODES)
     return _in_process["arm"], _in_process["disarm"], _in_process["problems"]
 
 
@@ -278,24 +285,38 @@ def is_memory_error(exc: BaseException) -> bool:
 
 def run_call(func: Callable, args: tuple, kwargs: dict, *, upstream: Any = None,
              want_grad: bool = False, forbidden: list[str] = (), api: list[str] = (),
-             guard: bool = True) -> dict:
+             guard: bool = True, plans: list[Plan] | None = None) -> dict:
     """Call `func(*args, **kwargs)` on fresh copies of the inputs and return its outcome.
 
     `upstream` is the gradient of the loss with respect to each tensor of the expected output
     (same nesting); when it is given and `want_grad`, the outcome holds the gradient reaching
     each floating-point input, or None where none reaches it. With `guard`, the `forbidden`
-    routines are refused during the call and its backward pass (`guard.py`), and the outcome
-    lists those reached; the sandboxed worker arms its own guard and passes False.
+    routines are refused during the call and its backward pass (`guard.py`, each name as its
+    plan in `plans` says), and the outcome lists those reached and how (`refused_how`: "routine",
+    "library" or "compiler"); the sandboxed worker arms its own guard and passes False.
     """
     hits: list[str] = []
+    how: list[str] = []
     if not (guard and forbidden):
-        return _run_call(func, args, kwargs, upstream, want_grad, forbidden, api, hits)
+        return _run_call(func, args, kwargs, upstream, want_grad, forbidden, api, hits, how)
     arm, disarm, problems = _in_process_guard()
-    _in_process["names"], _in_process["hits"] = list(forbidden), hits
-    arm(list(forbidden))
+    _in_process["names"], _in_process["hits"], _in_process["how"] = list(forbidden), hits, how
+    if plans is None:     # no table: what the installed libraries give for each name
+        from .routines import Table
+
+        plans = [Table().plan(n) for n in forbidden]
+    arm(list(forbidden), list(plans))
+    dynamo = sys.modules.get("torch._dynamo.config")
+    was = getattr(dynamo, "disable", None)
+    if dynamo is not None:
+        # torch.compile's compiled code would compute past the refusals: run as written, as
+        # in the grader's worker (`bypass.py`).
+        dynamo.disable = True
     try:
-        outcome = _run_call(func, args, kwargs, upstream, want_grad, forbidden, api, hits)
+        outcome = _run_call(func, args, kwargs, upstream, want_grad, forbidden, api, hits, how)
     finally:
+        if dynamo is not None:
+            dynamo.disable = was
         disarm()
     if problems():
         outcome["unchecked"] = problems()[0]
@@ -303,13 +324,15 @@ def run_call(func: Callable, args: tuple, kwargs: dict, *, upstream: Any = None,
 
 
 def _run_call(func: Callable, args: tuple, kwargs: dict, upstream: Any, want_grad: bool,
-              forbidden, api, hits: list[str]) -> dict:
+              forbidden, api, hits: list[str], how: list[str] | None = None) -> dict:
+    how = how if how is not None else []
     chained = _chained_inputs(args, kwargs)
     call_args, call_kwargs, diff = _prepare_inputs(args, kwargs, want_grad)
     before = _clone_tree((call_args, call_kwargs))
     given = _identities((call_args, call_kwargs))
     outcome: dict[str, Any] = {"status": "ok", "output": None, "grads": None, "grad_error": None,
-                               "mutated": [], "forbidden": hits, "called": [], "error": None}
+                               "mutated": [], "forbidden": hits, "refused_how": how,
+                               "called": [], "error": None}
     called: list[str] = []
     node_names = {n[len("autograd."):]: n for n in forbidden if n.startswith("autograd.")}
     for at, chain in chained:
@@ -332,6 +355,7 @@ def _run_call(func: Callable, args: tuple, kwargs: dict, upstream: Any, want_gra
         for node in sorted(_graph_nodes(output) & node_names.keys()):
             if node_names[node] not in hits:
                 hits.append(node_names[node])
+                how.append("routine")
     outcome["called"] = called
     changes = input_changes(before, (call_args, call_kwargs), given,
                             skip={at for at, _ in chained})
@@ -602,3 +626,9 @@ def _get_out(output, path):
     for p in path:
         value = index_into(value, p)
     return value
+
+
+# The engine's own frames around a call of the student's function: a walk of the stack for
+# library code computing a routine stops there (`observe.py`). A chained input's call is one of
+# them: the student's function that makes it is called from `_feed_chained`.
+STOP_CODES = tuple(f.__code__ for f in (run_call, _run_call, _feed_chained, _gradients, _vjp))

@@ -28,7 +28,7 @@ import sys
 import tempfile
 import time
 
-from . import ipc, levels, mounts, procfs, seccomp
+from . import armed, ipc, levels, mounts, procfs, seccomp
 from .evidence import UNARMED, UNARMED_EXIT
 from .limits import MSGQUEUE_BYTES
 
@@ -131,7 +131,8 @@ def _tasks_of(uid: int) -> int:
 
 def _become_worker(sock_fd: int, workdir: str, uid: int | None, limits: dict,
                    own_pidns: bool, private: dict, forbidden: tuple[str, ...] = (),
-                   audit_hook: bool = True, process_filter: bool = False) -> None:
+                   audit_hook: bool = True, process_filter: bool = False,
+                   plans: list | None = None) -> None:
     """In the worker: enter the sandbox for good, refuse `forbidden` (the fork request's word,
     read before the student's source exists), then serve the student's calls."""
     if private["private"]:
@@ -182,7 +183,7 @@ def _become_worker(sock_fd: int, workdir: str, uid: int | None, limits: dict,
                    or "site-packages" in p]
     from .worker import main_from_fd
 
-    main_from_fd(sock_fd, int(limits["output_bytes"]), forbidden, audit_hook)
+    main_from_fd(sock_fd, int(limits["output_bytes"]), forbidden, audit_hook, plans)
 
 
 def _kill_uid(uid: int) -> None:
@@ -288,7 +289,9 @@ class ForkServer:
                     _check(_libc.unshare(CLONE_NEWNS | CLONE_NEWIPC), "unshare")
                 _become_worker(fd, workdir, uid, limits, self.use_pidns, self.private,
                                tuple(str(n) for n in req.get("forbidden", [])),
-                               req.get("audit", True) is not False, self.process_filter)
+                               req.get("audit", True) is not False, self.process_filter,
+                               [p if isinstance(p, dict) else {} for p in
+                                req.get("plans", [])][:len(req.get("forbidden", []))])
             finally:
                 os._exit(70)
         os.close(fd)
@@ -372,12 +375,29 @@ class ForkServer:
                 except ChildProcessError:
                     pass
 
-    def preload(self, req: dict) -> None:
-        """Import the modules of some dotted names (library code only, never student code), so
-        that workers forked later share them."""
-        from .execute import tripwire_module
+    def armed(self, req: dict) -> None:
+        """Whether a worker's refusals hold, read from outside it (`armed.py`)."""
+        w = self.workers.get(req["id"])
+        self.reply({"id": req["id"], "armed": w is not None and armed.armed_pid(w["pid"])})
 
-        loaded = [tripwire_module(str(n)) for n in req.get("names", [])[:64]]
+    def preload(self, req: dict) -> None:
+        """Import the modules of some dotted names (library code only, never student code) and
+        look up what refusing them and some operators takes (`guard.prepare`), so that workers
+        forked later share it."""
+        from .evidence import exit_code
+        from .execute import STOP_CODES, tripwire_module
+        from .guard import prebuild, prepare
+        from .routines import Plan
+
+        names = [str(n) for n in req.get("names", [])[:256]]
+        loaded = [tripwire_module(n) for n in names]
+        prepare([str(o) for o in req.get("ops", [])[:512]], names)
+        arming = req.get("arming")
+        if isinstance(arming, dict):
+            # What a submission's first worker refuses: built once here, for every fork.
+            prebuild([str(n) for n in arming.get("names", [])],
+                     [Plan.from_json(p) for p in arming.get("plans", [])], os._exit, exit_code,
+                     STOP_CODES)
         import gc
 
         gc.collect()
@@ -401,6 +421,8 @@ class ForkServer:
                     self.finish(req)
                 elif req["op"] == "preload":
                     self.preload(req)
+                elif req["op"] == "armed":
+                    self.armed(req)
         for w in self.workers.values():
             if w["pid"]:
                 try:
@@ -424,26 +446,33 @@ def main(control_fd: int, pid_namespaces: bool = True, view: list | None = None,
     from . import guard
     from .guard import prepare
     from .library_routines import preload
+    from .observe import library_dirs
 
-    # torch's Python implementations of the routines (`torch._refs`, `torch._decomp`) and
-    # SciPy's, the operator table, each operator's kernels and the refusing code: looked up
-    # once here, so that arming a worker only registers and swaps.
+    # torch's modules of Python implementations of operators (`torch._refs`, `torch._decomp`),
+    # the grader's operator for Python-level refusals and the refusing code: looked up once
+    # here, so that arming a worker only registers and swaps (each assignment's operators and
+    # targets come with its first submission: `preload`).
     preload()
     prepare()
     guard.isolated(worker._REFUSE_PROCESS, {}, "fork_exec")
     sysconfig.get_paths()
+    library_dirs()
 
     # Warm up what every worker's first call needs, so that forks share it instead of each
-    # paying for it.
+    # paying for it: a forward and backward pass under a refusal of an operator it never
+    # reaches, and the error path.
 
     def warm(t):
         w = (t @ t.transpose(-2, -1)).masked_fill(torch.zeros(2, 2, dtype=torch.bool), -1e9)
-        return w.softmax(-1) @ t, w
+        e = (w - w.amax(-1, keepdim=True)).exp()
+        return (e / e.sum(-1, keepdim=True)) @ t, w
 
     x = torch.randn(2, 3)
+    from .routines import Plan
+
     outcome = execute.run_call(warm, (x,), {}, upstream=(torch.ones(2, 3), torch.ones(2, 2)),
-                               want_grad=True,
-                               forbidden=["torch.softmax", "autograd.SoftmaxBackward0"])
+                               want_grad=True, forbidden=["aten::cumsum"],
+                               plans=[Plan(ops=["cumsum"])])
     protocol.encode_outcome(outcome, [])
     execute.run_call(lambda t: t.numpy(), (x,), {}, want_grad=True)  # the error path
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)

@@ -4,10 +4,10 @@ The dispatcher refuses the aten operators that compute a routine (`forbidden_ops
 library can compute the same thing from basic operators in Python, which no operator tells
 apart from the student's own code: torch's reference implementations (`torch._refs`), the
 decomposition tables (`torch._decomp`'s `decomposition_table`, `core_aten_decompositions()`,
-the functions of `torch._decomp.decompositions`), torch's primitives (`torch._prims`), and SciPy's
-`softmax` and `log_softmax` (a NumPy copy of a tensor reaches them on the torch track too).
-Those are refused the way the Python-level routines are (`guard.py`: the function object's code
-is swapped, so every alias and table entry meets the refusal).
+the functions of `torch._decomp.decompositions`) and torch's primitives (`torch._prims`). Those
+are refused the way the Python-level routines are (`guard.py`: the function object's code is
+swapped, so every alias and table entry meets the refusal). Implementations outside torch
+(SciPy's) are the assignment's to name (`routines.py`).
 
 They are found by what they implement, not listed by hand: an operator's entries in the
 decomposition tables, and the functions named after the operator (or after it without its
@@ -25,9 +25,7 @@ from typing import Iterable
 # Where torch keeps Python implementations of operators.
 TORCH_MODULES = ("torch._refs", "torch._refs.nn.functional", "torch._refs.special",
                  "torch._prims", "torch._decomp.decompositions")
-# SciPy's versions of the operators' routines: (operator, module, function).
-SCIPY = (("_softmax", "scipy.special", "softmax"), ("_log_softmax", "scipy.special", "log_softmax"))
-MODULES = (*TORCH_MODULES, "torch._decomp", "scipy.special")
+MODULES = (*TORCH_MODULES, "torch._decomp")
 
 
 def _names(op: str) -> set[str]:
@@ -94,10 +92,6 @@ def _look_up(ops: list[str], load: bool) -> dict[str, types.FunctionType]:
         module = _module(name, load)
         for attr in sorted(names):
             add(vars(module).get(attr) if module is not None else None)
-    for op, module_name, attr in SCIPY:
-        if op in ops:
-            module = _module(module_name, load)
-            add(getattr(module, attr, None) if module is not None else None)
     return found
 
 
@@ -115,20 +109,11 @@ def _core_table(decomp) -> dict:
     return _CORE[0]
 
 
-def preload() -> None:
-    """Import the modules that hold implementations and look each mapped operator's up, once
-    (the fork server, before any fork: every worker then finds them without looking)."""
-    from .forbidden_ops import ROUTINE_OPS
-
+def preload(ops: Iterable[str] = ()) -> None:
+    """Import the modules that hold implementations and look each of `ops` up, once (the fork
+    server, before any fork: every worker then finds them without looking)."""
     for name in MODULES:
         _module(name, True)
-    for op in {op for ops in ROUTINE_OPS.values() for op in ops}:
-        _FOUND[op] = _look_up([op], True)
-
-
-def found(routines: Iterable[str]) -> dict[str, list[str]]:
-    """For `autograder lint`: per forbidden routine, the implementations refused with it."""
-    from .forbidden_ops import ROUTINE_OPS
-
-    return {name: sorted(implementations(ROUTINE_OPS.get(name, ())))
-            for name in routines if name in ROUTINE_OPS}
+    for op in ops:
+        if op not in _FOUND:
+            _FOUND[op] = _look_up([op], True)

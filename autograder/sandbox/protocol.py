@@ -13,6 +13,8 @@ import torch
 from .wire import Budget, Opaque, WireError, decode, encode
 
 STATUSES = {"ok", "error", "not_implemented", "memory"}
+# How a forbidden routine was refused (`evidence.refusal_message`).
+REFUSAL_KINDS = {"routine", "library", "compiler"}
 MAX_NAMES = 32
 
 
@@ -30,6 +32,7 @@ def encode_outcome(outcome: dict, buffers: list[bytes]) -> dict:
         "grad_error": outcome.get("grad_error"),
         "mutated": list(outcome.get("mutated", [])),
         "forbidden": list(outcome.get("forbidden", [])),
+        "refused_how": list(outcome.get("refused_how", [])),
         "called": list(outcome.get("called", [])),
         "error": outcome.get("error"),
         "unchecked": outcome.get("unchecked"),
@@ -63,6 +66,13 @@ def _names(value: Any, what: str) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise WireError(f"{what} is not a list of names")
     return [v[:120] for v in value[:MAX_NAMES]]
+
+
+def _kinds(value: Any) -> list[str]:
+    kinds = _names(value, "refused_how")
+    if not set(kinds) <= REFUSAL_KINDS:
+        raise WireError("an unknown kind of refusal")
+    return kinds
 
 
 def _short(value: Any, limit: int = 400, what: str = "a text field") -> str | None:
@@ -158,6 +168,7 @@ def decode_outcome(node: Any, buffers: list[bytes], budget: Budget | None = None
         "grad_error": _short(node.get("grad_error"), 300, "a gradient error"),
         "mutated": _names(node.get("mutated"), "mutated"),
         "forbidden": _names(node.get("forbidden"), "forbidden"),
+        "refused_how": _kinds(node.get("refused_how")),
         "called": _names(node.get("called"), "called"),
         "error": decode_error(node.get("error")),
         # A check the process could not install (an old torch): said in the result, not fatal.

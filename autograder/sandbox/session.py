@@ -15,42 +15,51 @@ from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 from . import cgroup, wire
-from .evidence import ESCAPES, UNARMED, read_end
+from .evidence import (COMPILER_NAMES, ESCAPES, UNARMED, import_refusal_message, read_end,
+                       refusal_message)
 from .execute import Chained, iter_arrays, steps_to_data
 from .limits import Limits
-from .forbidden_ops import ROUTINE_OPS
 from .protocol import decode_error, decode_outcome
 from .client import Sandbox
 from .errors import RunStopped
+from .routines import Table
+
+REFUSAL_KINDS = {"forbidden": "routine", "library": "library", "compiler": "compiler"}
+NOT_ARMED = UNARMED.index("the refusals did not hold once the file was imported")
 
 MALFORMED = "the grading process of this submission sent a malformed reply"
 
 
 class WorkerStopped(Exception):
     """The worker is gone or was stopped: status is timeout, memory or error. A refused
-    forbidden routine names `routines` (and the `noun` of the inputs: "tensor" or "array"); a
-    question whose refusals could not be installed has `kind` "unarmed" and its `reason`."""
+    forbidden routine names `routines` (and the `noun` of the inputs: "tensor" or "array"),
+    and `how` it was refused ("routine": called; "library": library code computing it;
+    "compiler": a compiler inside torch); a question whose refusals could not be installed has
+    `kind` "unarmed" and its `reason`."""
 
     def __init__(self, status: str, message: str, *, routines: list[str] | None = None,
-                 noun: str = "tensor", kind: str = "", reason: str = ""):
+                 noun: str = "tensor", how: str = "routine", kind: str = "", reason: str = ""):
         super().__init__(message)
         self.status = status
         self.message = message
         self.routines: list[str] = list(routines or [])
         self.noun = noun
+        self.how = how
         self.kind = kind
         self.reason = reason
 
 
 class Refused(WorkerStopped):
     """The worker ended itself with an exit status only the engine's refusals use (`evidence`):
-    `kind` is "forbidden" (`index` into the worker's forbidden names), "escape" (`index` into
-    `evidence.ESCAPES`) or "unarmed" (`index` into `evidence.UNARMED`: its refusals could not
-    be installed). A student can end their own worker so too, which only costs them."""
+    `kind` is "forbidden" (`index` into the worker's forbidden names), "library" (library code
+    computed the routine at that index), "compiler" (`index` into `evidence.COMPILERS`),
+    "escape" (`index` into `evidence.ESCAPES`) or "unarmed" (`index` into `evidence.UNARMED`:
+    its refusals could not be installed). A student can end their own worker so too, which
+    only costs them."""
 
     def __init__(self, kind: str, index: int, doing: str):
-        super().__init__({"forbidden": "forbidden", "unarmed": "error"}.get(kind, "integrity"),
-                         doing, kind=kind)
+        super().__init__("forbidden" if kind in REFUSAL_KINDS else
+                         {"unarmed": "error"}.get(kind, "integrity"), doing, kind=kind)
         self.index, self.doing = index, doing
 
 
@@ -90,7 +99,7 @@ class WorkerSession:
                  answers: list[str] | None = None,
                  memo: wire.Memo | None = None,
                  schedule: list[tuple[str, tuple[str, ...]]] | None = None,
-                 texts: list[str] | None = None):
+                 texts: list[str] | None = None, table: Table | None = None):
         self.sandbox, self.source, self.filename = sandbox, source, filename
         self.cells = cells   # a notebook: code cells run one by one, going on after errors
         self.module, self.api, self.limits = module, api, limits
@@ -117,6 +126,11 @@ class WorkerSession:
         self.allowed: set[str] = set()     # routines the file calls where they are allowed
         self.imported: dict[str, WorkerStopped] = {}   # routines refused at the top level
         self.unarmed_reason: WorkerStopped | None = None
+        self.table = table if table is not None else Table()   # what computes each routine
+        # A compiler refused at the top level (it costs every question that forbids anything),
+        # or refused ahead of need in a question that forbids nothing.
+        self.compiler_at_import: WorkerStopped | None = None
+        self.plain = False
 
     # -- deadlines
     def begin_question(self) -> None:
@@ -128,12 +142,10 @@ class WorkerSession:
     # -- lifecycle
     # -- which worker
     def _related(self, routine: str, keep: tuple[str, ...]) -> set[str]:
-        """`routine` and every name outside `keep` that reaches one of its operators: what a
-        worker no longer needs to refuse once the file was seen calling `routine` where it is
-        allowed (all of them end in the same refusals)."""
-        ops = set(ROUTINE_OPS.get(routine, ()))
-        return {routine} | {n for n in self._everything() if n not in keep and n != routine
-                            and ops & set(ROUTINE_OPS.get(n, ()))}
+        """`routine` and every name outside `keep` that shares what refuses it: what a worker
+        no longer needs to refuse once the file was seen calling `routine` where it is allowed
+        (all of them end in the same refusals)."""
+        return self.table.related(routine, [n for n in self._everything() if n not in keep])
 
     def _everything(self) -> list[str]:
         return [n for _, names in self.schedule for n in names]
@@ -143,6 +155,8 @@ class WorkerSession:
         need those of the questions after it (one worker then serves them all), less what the
         file was seen calling where it is allowed. Refusing more than a question forbids is
         never evidence against it: such a refusal only sends the call to another worker."""
+        if self.plain and not question:
+            return ()
         names = list(question)
         ahead = self.question is None
         for qid, routines in self.schedule:
@@ -167,6 +181,10 @@ class WorkerSession:
             for routine, stopped in self.imported.items():
                 if routine in question:
                     raise stopped
+            if self.compiler_at_import is not None:
+                if question:
+                    raise self.compiler_at_import
+                self.plain = True
             if self.unarmed_reason is not None and any(
                     not n.startswith("autograd.") for n in question):
                 raise self._unarmed_stop(self.unarmed_reason)
@@ -179,7 +197,10 @@ class WorkerSession:
                     # imported again, refusing nothing, for the others.
                     self.unarmed_reason = UNARMED[e.index]
                     continue
-                if e.kind != "forbidden" or e.index >= len(arming):
+                if e.kind == "compiler":
+                    self.compiler_at_import = self._refused(e, list(arming))
+                    continue
+                if e.kind not in ("forbidden", "library") or e.index >= len(arming):
                     raise self._refused(e, list(arming)) from None
                 routine = arming[e.index]
                 self.imported[routine] = self._refused(e, list(arming))
@@ -190,7 +211,8 @@ class WorkerSession:
         `Refused` (the caller decides what it means)."""
         self._refuse_if_malformed()
         self._stop(wait=False)
-        self.wid, self.sock, self.memory_bytes = self.sandbox.spawn(self.limits, forbidden)
+        self.wid, self.sock, self.memory_bytes = self.sandbox.spawn(
+            self.limits, forbidden, [self.table.plan(n).to_json() for n in forbidden])
         self.forbidden = forbidden
         self.reader = wire.Reader(self.sock)
         deadline = min(time.monotonic() + self.limits.import_seconds,
@@ -204,6 +226,11 @@ class WorkerSession:
         else:
             request["source"] = self.source
         reply, rbuf = self._exchange(request, [], deadline, "importing your file")
+        if forbidden and not self.sandbox.armed(self.wid):
+            # The import never handed the worker back (or the refusals could not be made to
+            # hold): nothing is graded in it.
+            self._stop()
+            raise Refused("unarmed", NOT_ARMED, "importing your file")
         try:
             return _load_result(reply, rbuf, self.api, self.answers, self.texts)
         except Exception as e:  # noqa: BLE001 - untrusted data: every failure is malformed
@@ -218,7 +245,8 @@ class WorkerSession:
             if failed.kind == "unarmed":   # this question is flagged too
                 raise self._unarmed_stop(failed.reason)
             raise failed
-        if self.sock is not None and set(question) <= set(self.forbidden):
+        if self.sock is not None and set(question) <= set(self.forbidden) and not (
+                self.plain and not question and self.forbidden):
             return
         try:
             loaded = self._load_for(question)
@@ -283,8 +311,13 @@ class WorkerSession:
                 reply, rbuf = self._exchange(header, buffers, self._deadline(), f"running {fn}")
                 break
             except Refused as e:
-                routine = armed[e.index] if e.kind == "forbidden" and e.index < len(armed) \
-                    else None
+                if e.kind == "compiler" and not question:
+                    # Refused ahead of need: nothing is forbidden here, the call runs again in
+                    # a worker that refuses nothing.
+                    self.plain = True
+                    continue
+                routine = armed[e.index] if e.kind in ("forbidden", "library") and \
+                    e.index < len(armed) else None
                 if routine is not None and routine not in question:
                     # Refused ahead of need, where this question allows it: the call runs
                     # again in a worker that does not refuse it.
@@ -331,11 +364,18 @@ class WorkerSession:
         """What a refusal means for this case: a forbidden call (named in the assignment's words),
         refusals that could not be installed (the question is not graded, and flagged), or an
         escape, recorded for `integrity.withhold_for_escapes`."""
-        if e.kind == "forbidden":
-            routine = forbidden[e.index] if e.index < len(forbidden) else "a forbidden routine"
-            message = import_forbidden_message(routine) if fn is None else \
-                forbidden_message(fn, [routine], noun)
-            return WorkerStopped("forbidden", message, routines=[routine], noun=noun)
+        if e.kind in REFUSAL_KINDS:
+            how = REFUSAL_KINDS[e.kind]
+            if e.kind == "compiler":
+                routine = COMPILER_NAMES[e.index] if e.index < len(COMPILER_NAMES) else \
+                    "a compiler"
+            else:
+                routine = forbidden[e.index] if e.index < len(forbidden) else \
+                    "a forbidden routine"
+            shown = self.table.declared.shown(routine)
+            message = import_refusal_message(shown, how) if fn is None else refusal_message(
+                fn, shown, how, noun, self.table.declared.explain(routine))
+            return WorkerStopped("forbidden", message, routines=[routine], noun=noun, how=how)
         if e.kind == "unarmed":
             return self._unarmed_stop(UNARMED[e.index])
         what = ESCAPES[e.index]
@@ -532,25 +572,13 @@ def _death(info: dict, doing: str) -> tuple[str, str]:
     return "error", f"the process {what} while {doing}"
 
 
-def import_forbidden_message(routine: str) -> str:
-    """The feedback of a forbidden routine called while the file was imported: the top level
-    of the file runs under the question's refusals too."""
-    return (f"importing your file called `{routine}`, which this question asks you to write "
-            "yourself: the code at the top level of your file runs under this question's check "
-            "too (put a demo or a comparison with the library under "
-            "`if __name__ == \"__main__\":`)")
-
-
 def unarmed_message(reason: str) -> str:
     return (f"the grader could not install its check of forbidden routines for this question "
             f"({reason}), so the question was not graded; flagged for your instructor's review")
 
 
 def forbidden_message(fn: str, routines: list[str], noun: str = "tensor",
-                      source: list[str] = ()) -> str:
-    """The feedback of a forbidden call, naming the routines as the assignment names them, and
+                      source: list[str] = (), how: str = "routine", explain: str = "") -> str:
+    """The feedback of a forbidden call, naming the routine as the assignment names it, and
     where the source shows the route when the trusted scan found it."""
-    names = ", ".join(f"`{r}`" for r in routines)
-    shows = f" (your source: {'; '.join(source[:3])})" if source else ""
-    return (f"{fn} called {names}{shows}, which this question asks you to write yourself; "
-            f"implement it with basic {noun} operations")
+    return refusal_message(fn, routines[0], how, noun, explain, list(source))

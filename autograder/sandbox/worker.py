@@ -5,13 +5,15 @@ talks to the trusted grader over one socket. It holds no reference code, no expe
 no hidden test definitions: only the inputs of each call. Everything it sends back is data that
 the trusted side validates (`protocol.decode_outcome`).
 
-Before the student's source exists in it, the worker refuses its forbidden routines for good
-(`guard.install`, from the names the trusted side put in the fork request: one worker per
-distinct set of a submission's questions), then installs its audit hook (`audit.py`), takes the
-engine's modules out of `sys.modules` and gives the process a fresh `__main__`. No later
-message changes what is refused, and nothing is kept that could undo it; a refusal ends the
-worker with an exit status naming it (`evidence.py`), which no reply can hide. A worker that
-cannot install its refusals ends before the student's source is imported (fail closed).
+Before the student's source exists in it, the worker installs the refusals of its forbidden
+routines for good (`guard.install`, from the names and plans the trusted side put in the fork
+request: one worker per distinct set of a submission's questions), then its audit hook
+(`audit.py`), takes the engine's modules out of `sys.modules` and gives the process a fresh
+`__main__`. Once the student's file is imported the refusals hold (`armed.arm`), before the
+load reply is sent. No later message changes what is refused, and nothing is kept that could
+undo it; a refusal ends the worker with an exit status naming it (`evidence.py`), which no
+reply can hide. A worker that cannot install its refusals ends before the student's source is
+imported (fail closed).
 """
 from __future__ import annotations
 
@@ -23,10 +25,12 @@ import sys
 import types
 from typing import Any
 
-from . import audit, guard, wire
-from .evidence import FORBIDDEN_EXIT, MAX_FORBIDDEN, UNARMED_EXIT
-from .execute import Chained, describe_error, is_memory_error, run_call, steps_from_data
+from . import armed, audit, guard, wire
+from .evidence import UNARMED_EXIT, exit_code
+from .execute import (STOP_CODES, Chained, describe_error, is_memory_error, run_call,
+                      steps_from_data)
 from .protocol import encode_outcome_safely
+from .routines import Plan
 
 # Taken before any student code runs: what the student rebinds later changes nothing here.
 _exit = os._exit
@@ -41,7 +45,7 @@ def _engine_modules() -> list[str]:
     return [n for n in sys.modules if n == ENGINE or n.startswith(ENGINE + ".")]
 
 
-def protect() -> None:
+def protect(tokens: dict | None = None, on_import=None) -> None:
     """Put the engine out of the student's reach, just before their source runs: the audit hook
     (refusing frames, gc scans, ctypes, code building, ...), no engine module in `sys.modules`
     (importing one again is refused too), a `__main__` emptied of the fork server's names. Once per
@@ -54,7 +58,8 @@ def protect() -> None:
 
     _posixsubprocess.fork_exec = guard.isolated(_REFUSE_PROCESS, {
         "@audit": sys.audit, "@error": PermissionError}, "fork_exec")
-    audit.install(_exit, trusted=guard.own_code(), engine_classes=classes)
+    audit.install(_exit, trusted=guard.own_code(), engine_classes=classes, tokens=tokens,
+                  on_import=on_import)
     for name in _engine_modules():
         del sys.modules[name]
     # The fork server's `__main__` holds its entry point, and libraries keep a reference to
@@ -248,6 +253,8 @@ def serve(sock: socket.socket, output_cap: int, forbidden: tuple[str, ...] = ())
                 else:
                     module = load_student_module(header["source"], header["filename"],
                                                  header["module"])
+                # The import is over: the refusals hold from here on, for good.
+                armed.arm()
                 reply = {"ok": True, "defined": describe_api(module, api)}
                 answer_buffers: list[bytes] = []
                 if answers:
@@ -258,6 +265,7 @@ def serve(sock: socket.socket, output_cap: int, forbidden: tuple[str, ...] = ())
                     reply["cell_errors"] = cell_errors
                 channel.send(reply, answer_buffers)
             except BaseException as exc:  # noqa: BLE001 - whatever the student's import raises
+                armed.arm()
                 status = "memory" if is_memory_error(exc) else (
                     "not_implemented" if isinstance(exc, NotImplementedError) else "error")
                 channel.send({"ok": False, "status": status, "error": describe_error(exc),
@@ -301,22 +309,24 @@ def _syntax_info(exc: BaseException) -> dict | None:
     return None
 
 
-def arm_for_good(forbidden: tuple[str, ...], audit_hook: bool) -> None:
-    """Before any student code: refuse `forbidden` for good, then (with `audit_hook`) put the
-    engine out of reach. A refusal that cannot be installed ends the worker here, with a status
-    naming why (`evidence.UNARMED`): the trusted side grades none of its questions."""
-    failed = guard.install(forbidden, _exit, offset=FORBIDDEN_EXIT, limit=MAX_FORBIDDEN)
+def arm_for_good(forbidden: tuple[str, ...], plans: list[Plan], audit_hook: bool) -> None:
+    """Before any student code: install the refusals of `forbidden` for good (they hold once the
+    import is over), then (with `audit_hook`) put the engine out of reach. A refusal that
+    cannot be installed ends the worker here, with a status naming why (`evidence.UNARMED`):
+    the trusted side grades none of its questions."""
+    failed, tokens, late = guard.install(forbidden, plans, _exit, exit_code, stop=STOP_CODES)
     if failed is not None:
         _exit(UNARMED_EXIT + failed)
     if audit_hook:
-        protect()
+        protect(tokens, late)
 
 
 def main_from_fd(fd: int, output_cap: int, forbidden: tuple[str, ...] = (),
-                 audit_hook: bool = True) -> None:
+                 audit_hook: bool = True, plans: list[dict] | None = None) -> None:
     sock = socket.socket(fileno=fd)
     try:
-        arm_for_good(forbidden, audit_hook)
+        arm_for_good(forbidden, [Plan.from_json(p) for p in plans or [{} for _ in forbidden]],
+                     audit_hook)
         serve(sock, output_cap, forbidden)
     finally:
         os._exit(0 if sys.exc_info()[0] is None else 70)

@@ -122,10 +122,14 @@ class ScanResult:
         return [Finding("forbidden", "library", 0, f"{function} = {v[1]}", v[1])
                 for v in self._a.name_values(self._a.module, function, 0) if v[0] == "lib"]
 
-    def forbidden(self, function: str, entries: Sequence[str]) -> list[Finding]:
-        """The shortcuts among `entries` (a question's forbidden list) the function reaches."""
+    def forbidden(self, function: str, entries: Sequence[str],
+                  words: Mapping[str, Sequence[str]] | None = None) -> list[Finding]:
+        """The shortcuts among `entries` (a question's forbidden list) the function reaches;
+        `words`: other library words of each entry's routine (`also_named`)."""
         if self._a is None or not entries:
             return []
+        words = words or {}
+        also = {e: tuple(words.get(e, ())) for e in entries}
         key = (function, tuple(entries))
         if key in self._forbidden:
             return self._forbidden[key]
@@ -134,11 +138,11 @@ class ScanResult:
         for i in sorted(self.reachable(function)):
             for rule, line, node, target in self._a.scopes[i].refs:
                 f = Finding("forbidden", rule, line, "", target)
-                if any(matches_forbidden(f, e) for e in entries):
+                if any(matches_forbidden(f, e, also[e]) for e in entries):
                     candidates.append(replace(f, code=code_text(node)))   # only what is shown
         for f in candidates:
             for entry in entries:
-                if matches_forbidden(f, entry) and (f.line, f.code) not in seen:
+                if matches_forbidden(f, entry, also[entry]) and (f.line, f.code) not in seen:
                     seen.add((f.line, f.code))
                     found.append(replace(f, why=forbidden_why(f, entry)))
                     break

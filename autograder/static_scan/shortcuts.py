@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import re
 
-from .vocabulary import EQUIVALENT, Finding, root_of
+from .vocabulary import Finding, root_of
+
 
 def _words(name: str) -> list[str]:
     spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name)
@@ -17,9 +18,9 @@ def _subsequence(short: list[str], long: list[str]) -> bool:
     return all(any(w == x for x in it) for w in short)
 
 
-def names_same_routine(component: str, forbidden_short: str) -> bool:
-    """Does a library name (`_softmax`, `LayerNorm`, `_scaled_dot_product_flash_attention`,
-    `log_softmax`) name the forbidden routine (`softmax`, `layer_norm`, ...)?"""
+def names_same_routine(component: str, forbidden_short: str, also: tuple[str, ...] = ()) -> bool:
+    """Does a library name (`_norm`, `Norm`, `_fused_norm_kernel`) name the forbidden routine
+    (`norm`)? `also`: other library words for the routine (the assignment's `also_named`)."""
     want = _words(forbidden_short)
     if want and want[-1] == "forward" and len(want) > 1:
         want = want[:-1]
@@ -29,7 +30,7 @@ def names_same_routine(component: str, forbidden_short: str) -> bool:
     joined_want, joined_have = "".join(want), "".join(have)
     if joined_want in joined_have or _subsequence(want, have):
         return True
-    return any(eq in joined_have for eq in EQUIVALENT.get(joined_want, ()))
+    return any("".join(_words(eq)) in joined_have for eq in also)
 
 
 def disables_function_modes(path: str) -> bool:
@@ -42,8 +43,9 @@ def disables_function_modes(path: str) -> bool:
                                        or path.startswith("torch.overrides"))
 
 
-def matches_forbidden(finding: Finding, entry: str) -> bool:
-    """Is a reference found in the source the forbidden entry, by any route?"""
+def matches_forbidden(finding: Finding, entry: str, also: tuple[str, ...] = ()) -> bool:
+    """Is a reference found in the source the forbidden entry, by any route? `also`: other
+    library words for the routine."""
     if entry.startswith("autograd.") or "." not in entry:
         return False        # autograd nodes are seen only in the worker's graph
     short = entry.rsplit(".", 1)[1]
@@ -51,10 +53,10 @@ def matches_forbidden(finding: Finding, entry: str) -> bool:
     if finding.rule == "library":
         if target == entry:
             return True
-        return any(names_same_routine(c, short) for c in target.split(".")[1:])
+        return any(names_same_routine(c, short, also) for c in target.split(".")[1:])
     if finding.rule == "method":
         return entry.startswith(("torch.Tensor.", "numpy.ndarray.")) and \
-            names_same_routine(target, short)
+            names_same_routine(target, short, also)
     if finding.rule in ("computed-name", "decomposition", "mode-off"):
         return root_of(target) == root_of(entry)
     return False

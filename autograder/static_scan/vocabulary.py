@@ -49,8 +49,6 @@ SENSITIVE_ROOTS = {"sys", "gc", "inspect", "builtins", "os", "socket", "importli
 HARMLESS_STORES = ("sys.stdout", "sys.stderr", "sys.stdin", "sys.path", "sys.argv",
                    "sys.dont_write_bytecode", "torch.backends.", "pandas.options.",
                    "matplotlib.rcParams")
-# Other names for a routine ("softmin(x)" is "softmax(-x)").
-EQUIVALENT = {"softmax": ("softmin",)}
 
 INTEGRITY_MESSAGE = "integrity: this submission modifies the grader; flagged for review"
 # Doubts of the scan (what it cannot resolve, or code that could touch the grader but is not

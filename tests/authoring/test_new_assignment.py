@@ -20,7 +20,7 @@ CORRECT = '''import torch
 
 
 def double(x):
-    return 2 * x
+    return x + x
 
 
 double_of_21 = 21 * 2
@@ -100,18 +100,18 @@ def test_the_guides_catalogue_names_its_mistakes(adir, course, tmp_path):
     grade; its rule names the forbidden call."""
     r = run_cli("lint", "-a", str(adir))
     assert r.returncode == 0, r.stdout + r.stderr
-    squares = tmp_path / "squares.py"
-    squares.write_text(CORRECT.replace("return 2 * x", "return x * x"))
-    r = run_cli("check", str(squares), "-a", str(adir))
-    assert "likely mistake: the double computed as a square" in r.stdout, r.stdout
+    adds_two = tmp_path / "adds_two.py"
+    adds_two.write_text(CORRECT.replace("return x + x", "return x + 2"))
+    r = run_cli("check", str(adds_two), "-a", str(adir))
+    assert "likely mistake: two added instead of doubling" in r.stdout, r.stdout
     out = tmp_path / "g.json"
     mul = tmp_path / "mul.py"
-    mul.write_text(CORRECT.replace("return 2 * x", "return torch.mul(x, 2)"))
-    r = run_cli("grade", "-a", str(adir), str(squares), str(mul), "--json", str(out))
+    mul.write_text(CORRECT.replace("return x + x", "return torch.mul(x, 2)"))
+    r = run_cli("grade", "-a", str(adir), str(adds_two), str(mul), "--json", str(out))
     assert r.returncode == 0, r.stdout + r.stderr
     named = [[c.get("diagnosis") for c in row["questions"]["double"]["cases"]]
              for row in load_json(out)["submissions"]]
-    assert named == [[["double_squares"], ["double_squares"]],
+    assert named == [[["adds_two"], ["adds_two"]],
                      [["library_shortcut"], ["library_shortcut"]]], named
 
 
@@ -119,8 +119,10 @@ def test_grade(adir, course, tmp_path):
     subs = tmp_path / "subs"
     subs.mkdir()
     (subs / "right.py").write_text(CORRECT)
-    (subs / "uses_mul.py").write_text(CORRECT.replace("return 2 * x", "return torch.mul(x, 2)")
+    (subs / "uses_mul.py").write_text(CORRECT.replace("return x + x", "return torch.mul(x, 2)")
                                       .replace("21 * 2", "21"))
+    # Forbidding torch.mul forbids what it computes: the operator, by any route.
+    (subs / "uses_star.py").write_text(CORRECT.replace("return x + x", "return 2 * x"))
     shutil.copy(course / "student_template" / "double.py", subs / "template.py")
     out = tmp_path / "grades.json"
     r = run_cli("grade", "-a", str(adir), str(subs), "--json", str(out))
@@ -133,6 +135,8 @@ def test_grade(adir, course, tmp_path):
     assert {q["status"] for q in rows["template.py"]["questions"].values()} == {"not attempted"}
     mul = rows["uses_mul.py"]["questions"]
     assert mul["double"]["status"] == "forbidden call" and "torch.mul" in mul["double"]["feedback"]
+    star = rows["uses_star.py"]["questions"]["double"]
+    assert star["status"] == "forbidden call" and "torch.mul" in star["feedback"]
     assert mul["recall"]["status"] == "failed"
     assert "that is the input; double it" in mul["recall"]["feedback"]
     assert "42" not in mul["recall"]["feedback"]

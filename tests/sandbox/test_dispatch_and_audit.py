@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from helpers import AUTOGRADED_MAX, MAX_SCORE, SUBMISSIONS
+from helpers import AUTOGRADED_MAX, MAX_SCORE, QUESTIONS, SUBMISSIONS
 from autograder.feedback.contract import submission_json
 
 HOSTILE = SUBMISSIONS / "hostile"
@@ -33,14 +33,25 @@ ATTENTION = ["torch.nn.functional.scaled_dot_product_attention",
 LAYER_NORM = ["torch.nn.functional.layer_norm", "torch.layer_norm"]
 
 
-def _run(func, forbidden, *args, grad=True):
+def _table():
+    from autograder.model.assignment import load_assignment
+    from autograder.sandbox.routines import table_for
+
+    return table_for(load_assignment("attention").routines)
+
+
+def _run(func, forbidden, *args, grad=True, table=None):
+    """`func` called as a question forbidding `forbidden` calls it, in this process, with what
+    the attention assignment's table says computes each routine."""
     from autograder.sandbox.execute import run_call
 
+    table = table if table is not None else _table()
     upstream = None
     if grad:
         out = func(*[a.detach() if isinstance(a, torch.Tensor) else a for a in args])
         upstream = torch.ones_like(out)
-    return run_call(func, args, {}, upstream=upstream, want_grad=grad, forbidden=forbidden)
+    return run_call(func, args, {}, upstream=upstream, want_grad=grad, forbidden=forbidden,
+                    plans=[table.plan(n) for n in forbidden])
 
 
 NAME = "".join(["_", "soft", "max"])      # built at run time, as a student would
@@ -167,25 +178,30 @@ def test_a_python_level_library_function_is_refused_through_every_alias():
     assert np.allclose(scipy.special.softmax(a).sum(), 1.0)
 
 
-def test_lint_knows_every_mapped_operator():
-    from autograder.sandbox.forbidden_ops import ROUTINE_OPS, missing_ops
+@pytest.mark.parametrize("assignment", ["attention", "attention_numpy"])
+def test_lint_knows_every_operator_of_the_shipped_tables(assignment):
+    from autograder.model.assignment import load_assignment
+    from autograder.sandbox.forbidden_ops import missing_ops
 
-    assert missing_ops(ROUTINE_OPS) == []
-    assert missing_ops(["torch.softmax"]) == [] and "_softmax" in ROUTINE_OPS["torch.softmax"]
+    from autograder.sandbox.routines import table_for
+
+    routines = load_assignment(assignment).routines
+    ops = {o for r in routines.routines.values() for o in r.aten} | {
+        o for r in routines.routines.values() for g in r.signature for o in g}
+    assert len(ops) > 30 and missing_ops(ops) == []
+    assert "_softmax" in table_for(routines).plan("torch.softmax").ops
 
 
-def test_an_older_torch_missing_newer_operators_is_no_authoring_mistake(monkeypatch):
+def test_an_older_torch_missing_newer_operators_is_no_authoring_mistake():
     """`check` runs lint: a student's torch 2.4 lacks `_safe_softmax` (added later), which no
-    route can reach there, so it must not stop their check; on a torch as new as the table a
-    missing operator is still reported."""
+    route can reach there, so it must not stop their check; on a torch as new as the one the
+    project pins a missing operator is still reported."""
     from autograder.sandbox import forbidden_ops
 
-    monkeypatch.setitem(forbidden_ops.ROUTINE_OPS, "torch.softmax",
-                        (*forbidden_ops.ROUTINE_OPS["torch.softmax"], "_no_such_operator"))
-    assert forbidden_ops.missing_ops(["torch.softmax"], installed=(2, 4)) == []
-    assert forbidden_ops.missing_ops(["torch.softmax"], installed=(2, 13)) == \
-        ["_no_such_operator"]
-    assert forbidden_ops.missing_ops(["torch.softmax"]) == ["_no_such_operator"]   # 2.13 here
+    ops = [*_table().plan("torch.softmax").ops, "_no_such_operator"]
+    assert forbidden_ops.missing_ops(ops, installed=(2, 4)) == []
+    assert forbidden_ops.missing_ops(ops, installed=(2, 13)) == ["_no_such_operator"]
+    assert forbidden_ops.missing_ops(ops) == ["_no_such_operator"]   # 2.13 here
 
 
 # ------------------------------------------------------------------ the audit hook
@@ -210,6 +226,10 @@ honest = {
     "signature": lambda: inspect.signature(caught),
     "gc.collect": gc.collect,
     "read /proc/cpuinfo": lambda: open("/proc/cpuinfo").read(1),
+    "arm the refusals": lambda: __import__("resource").setrlimit(
+        __import__("resource").RLIMIT_RTTIME, (0, 0)),
+    "another resource limit": lambda: __import__("resource").setrlimit(
+        __import__("resource").RLIMIT_CORE, (0, 0)),
 }
 def tb_frame():
     try:
@@ -233,6 +253,8 @@ escapes = {
     "/proc/self/maps": (lambda: open("/proc/self/maps"), 7),
     "addaudithook": (lambda: sys.addaudithook(lambda *a: None), 8),
     "set __code__": (lambda: setattr(caught, "__code__", tb_frame.__code__), 10),
+    "raise the arming limit": (lambda: __import__("resource").setrlimit(
+        __import__("resource").RLIMIT_RTTIME, (5, 5)), 13),
 }
 def run(case):
     audit.install(lambda code: os._exit(code), trusted=guard.own_code())
@@ -261,12 +283,12 @@ for case in sys.argv[1:]:
                       "ran": b"RAN" in out}), flush=True)
 """
 HOOK_HONEST = ["format_exc", "namedtuple", "NamedTuple", "Enum", "logging", "signature",
-               "gc.collect", "read /proc/cpuinfo"]
+               "gc.collect", "read /proc/cpuinfo", "arm the refusals", "another resource limit"]
 HOOK_ESCAPES = {"sys._getframe": 0, "inspect.stack": 0, "tb_frame": 0, "gi_frame": 0,
                 "gc.get_objects": 1, "gc.get_referrers": 1, "ctypes": 2, "code.replace": 3,
                 "FunctionType": 3, "compile as a library file": 3, "marshal": 4,
                 "pickle find_class": 5, "settrace": 6, "/proc/self/maps": 7, "addaudithook": 8,
-                "set __code__": 10}
+                "set __code__": 10, "raise the arming limit": 13}
 
 
 @pytest.fixture(scope="module")
@@ -419,7 +441,7 @@ def test_the_probe_finds_a_registration_handle_left_reachable(tmp_path):
                         ignore=shutil.ignore_patterns("__pycache__", "snapshots-*"))
     guard = tmp_path / "autograder" / "sandbox" / "guard.py"
     text = guard.read_text()
-    broken = text.replace("            del lib\n", "            KEPT.append(lib)\n")
+    broken = text.replace("                del lib\n", "                KEPT.append(lib)\n", 1)
     assert broken != text
     guard.write_text(broken + "\nKEPT: list = []\n")
     softmax = _probe(tmp_path)
@@ -444,12 +466,14 @@ def test_lint_lists_the_library_implementations_refused_with_each_routine():
     r = run_cli("lint", "-a", "attention", "--no-reference")
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
-    softmax = lines[next(i for i, l in enumerate(lines) if l.startswith("softmax: forbids")) + 2]
+    start = next(i for i, l in enumerate(lines) if l.startswith("softmax: forbids"))
+    softmax = "\n".join(lines[start + 1:start + 5])
     for name in ("torch._refs.softmax", "torch._decomp.decompositions._softmax",
-                 "torch._refs.special.log_softmax", "scipy.special._logsumexp.softmax"):
+                 "torch._refs.special.log_softmax", "`scipy.special.softmax`", "(exp) + (sum"):
         assert name in softmax, softmax
     block = next(i for i, l in enumerate(lines) if l.startswith("block: forbids"))
     assert "torch._refs.nn.functional.layer_norm" in lines[block + 2]
+    assert "`scipy.stats.zscore`" in "\n".join(lines[block:block + 5])
     assert "split_heads:" not in r.stdout      # forbids nothing
 
 
@@ -457,11 +481,16 @@ def test_every_installed_implementation_is_refused_in_the_worker():
     """What lint lists is what `guard.install` swaps: each implementation ends the process."""
     code = r"""
 import os, sys
+from autograder.model.assignment import load_assignment
 from autograder.sandbox import guard
 from autograder.sandbox.library_routines import implementations
-from autograder.sandbox.forbidden_ops import ROUTINE_OPS
-found = implementations(ROUTINE_OPS["torch.softmax"])
-assert guard.install(["torch.softmax"], lambda code: os._exit(code), offset=100) is None
+from autograder.sandbox.routines import table_for
+plan = table_for(load_assignment("attention").routines).plan("torch.softmax")
+found = implementations(plan.ops)
+from autograder.sandbox import armed
+assert guard.install(["torch.softmax"], [plan], lambda code: os._exit(code),
+                     lambda kind, i: 100 + i)[0] is None
+assert armed.arm()
 for name, f in found.items():
     pid = os.fork()
     if pid == 0:
@@ -516,15 +545,95 @@ def test_a_routine_refused_ahead_of_need_runs_where_its_question_allows_it(tmp_p
         assert qs[qid]["status"] == "passed", (qid, qs[qid]["feedback"])
 
 
-def test_a_forbidden_routine_called_at_the_top_level_costs_only_its_questions(tmp_path):
-    """The refusals are in place before the file is imported: a comparison with the library at
-    the top level of the file is refused there, for the question that forbids it alone, with
-    feedback saying where such code belongs."""
-    source = HONEST_BODY + "\n\nassert torch.allclose(softmax(torch.ones(3)), " \
-                           "torch.softmax(torch.ones(3), -1))\n"
+SELF_TEST = """
+
+# A self-test at the top level (no __main__ guard): the library runs only while importing.
+_x = torch.randn(2, 5)
+assert torch.allclose(softmax(_x), torch.softmax(_x, -1))
+assert torch.allclose(layer_norm(_x, torch.ones(5), torch.zeros(5)),
+                      torch.nn.functional.layer_norm(_x, (5,)), atol=1e-6)
+"""
+
+
+def test_a_library_routine_called_only_at_the_top_level_costs_nothing(tmp_path):
+    """The refusals hold once the import is over (`armed.py`): a self-test at the top level of
+    the file that compares with torch.softmax and F.layer_norm costs nothing, in `grade` as in
+    `check`; the same routine called by a graded function is still refused, in both."""
+    from autograder.model.assignment import load_assignment
+    from autograder.grading.grade import check_in_process
+
+    source = HONEST_BODY + SELF_TEST
     qs = _grade_one(tmp_path, source)["questions"]
-    assert qs["softmax"]["status"] == "forbidden call" and qs["softmax"]["score"] == 0
-    assert "top level of your file" in qs["softmax"]["feedback"]
-    assert 'if __name__ == "__main__":' in qs["softmax"]["feedback"]
-    for qid in ("attention", "mask", "split_heads", "multi_head", "block"):
+    for qid in QUESTIONS:
         assert qs[qid]["status"] == "passed", (qid, qs[qid]["feedback"])
+    path = tmp_path / "checked" / "attention.py"
+    path.parent.mkdir()
+    path.write_text(source)
+    checked = check_in_process(load_assignment("attention"), path).questions
+    assert all(checked[q].status == "passed" for q in QUESTIONS), checked
+    used = source.replace("def softmax(x, dim=-1):\n",
+                          "def softmax(x, dim=-1):\n    return torch.softmax(x, dim)\n")
+    assert used != source
+    (tmp_path / "used").mkdir()
+    qs = _grade_one(tmp_path / "used", used)["questions"]
+    assert qs["softmax"]["status"] == "forbidden call" and qs["softmax"]["score"] == 0
+    assert qs["block"]["status"] == "passed", qs["block"]["feedback"]
+    path.write_text(used)
+    checked = check_in_process(load_assignment("attention"), path).questions
+    assert checked["softmax"].status == "forbidden call"
+    # The same words (grade adds where the source shows the route, from its scan).
+    import re
+
+    words = checked["softmax"].cases[0].message.split("\n")[0]
+    graded = re.sub(r" \(your source: [^)]*\)", "", qs["softmax"]["feedback"])
+    assert words in graded, (words, graded)
+
+
+UNARMED_SCRIPT = r"""
+import json, sys
+from pathlib import Path
+from autograder.model.assignment import load_assignment
+from autograder.grading.grade import grade_submission
+from autograder.sandbox import Sandbox
+
+sandbox = Sandbox("auto")
+try:
+    row = grade_submission(load_assignment("attention"), Path(sys.argv[1]), sandbox).to_json()
+finally:
+    sandbox.close()
+print(json.dumps({q: v["score"] for q, v in row["questions"].items()}))
+"""
+
+
+def test_serving_the_calls_from_the_import_gains_nothing_only_because_the_arming_is_read(
+        tmp_path):
+    """A file whose top level never hands the worker back serves the graded calls itself,
+    before the refusals hold. The trusted side reads from outside the worker (the fork server)
+    that they hold before it sends any call: nothing that forbids a routine is graded there. A
+    copy of the engine that skips that reading gives the same file full marks: the reading is
+    what holds."""
+    import test_hostile
+
+    attack = HOSTILE / "arming_skipped_serving_from_import.py"
+
+    def scores(root: Path) -> dict:
+        r = subprocess.run([sys.executable, "-c", UNARMED_SCRIPT, str(attack)],
+                           capture_output=True, text=True, cwd=root, timeout=600)
+        assert r.returncode == 0, r.stderr[-3000:]
+        return json.loads(r.stdout.strip().splitlines()[-1])
+
+    held = scores(ROOT)
+    assert held["softmax"] == 0 and held["block"] == 0
+    assert held["split_heads"] > 0
+    for part in ("autograder", "assignments", "reference", "student_template"):
+        shutil.copytree(ROOT / part, tmp_path / part,
+                        ignore=shutil.ignore_patterns("__pycache__", "snapshots-*"))
+    session = tmp_path / "autograder" / "sandbox" / "session.py"
+    text = session.read_text()
+    broken = text.replace("if forbidden and not self.sandbox.armed(self.wid):",
+                          "if False:")
+    assert broken != text
+    session.write_text(broken)
+    skipped = scores(tmp_path)
+    assert skipped["softmax"] > 0 and skipped["block"] > 0, skipped
+    assert test_hostile.EXPECTED[attack.name]["softmax"] == 0

@@ -26,8 +26,15 @@ def scan(source: str):
     return scan_source(textwrap.dedent(source), API)
 
 
-def shortcuts(source: str, function: str = "softmax", entries=SOFTMAX) -> list:
-    return scan(source).forbidden(function, entries)
+def shortcuts(source: str, function: str = "softmax", entries=SOFTMAX, words=None) -> list:
+    """The scan's shortcuts among `entries`, with the attention assignment's other words for
+    each routine (`also_named`: "softmin" for the softmax)."""
+    if words is None:
+        from autograder.model.assignment import load_assignment
+
+        table = load_assignment("attention").routines
+        words = {e: table.also_named(e) for e in entries}
+    return scan(source).forbidden(function, entries, words)
 
 
 # ------------------------------------------------------------------ library shortcuts
@@ -244,6 +251,13 @@ def test_every_route_to_the_library_softmax_is_caught(name):
     found = shortcuts(CAUGHT[name])
     assert found, name
     assert all(f.kind == "forbidden" for f in found)
+
+
+def test_other_words_of_a_routine_are_the_assignments_not_the_engines():
+    """`softmin` names the softmax only because the assignment says so (`also_named`)."""
+    source = CAUGHT["softmin of the negation"]
+    assert shortcuts(source)
+    assert not shortcuts(source, words={})
 
 
 def test_a_finding_names_the_line_and_what_it_reaches():

@@ -1,0 +1,139 @@
+# attack: as route_scipy_zscore_layer_norm.py, but the file never writes the package's name: its top level imports it with a name built at run time (so the grader does not load it ahead), and layer_norm reaches zscore through the module object
+# target: block
+# expect: the module is refused as it is imported (the audit hook's import event), before the file holds it: block gets status forbidden call and 0 points; the other questions pass
+"""SciPy's zscore, its package imported under a name built at run time."""
+
+import math
+
+import torch
+
+# ---------------------------------------------------------------------------------------------
+# A correct implementation (the same in every file of this folder). The public functions only
+# delegate to private helpers, so an attack that replaces one public function below leaves the
+# other questions intact.
+# ---------------------------------------------------------------------------------------------
+
+
+def _softmax(x, dim=-1):
+    shifted = x - torch.amax(x, dim=dim, keepdim=True)
+    e = torch.exp(shifted)
+    return e / torch.sum(e, dim=dim, keepdim=True)
+
+
+def _causal_mask(T):
+    rows = torch.arange(T).unsqueeze(1)
+    cols = torch.arange(T).unsqueeze(0)
+    return cols > rows
+
+
+def _attention(q, k, v, mask=None):
+    d_k = q.shape[-1]
+    scores = torch.matmul(q, k.transpose(-2, -1)) / math.sqrt(d_k)
+    if mask is not None:
+        scores = scores.masked_fill(mask, float("-inf"))
+    weights = _softmax(scores, dim=-1)
+    return torch.matmul(weights, v), weights
+
+
+def _split_heads(x, n_heads):
+    d_head = x.shape[-1] // n_heads
+    return x.unflatten(-1, (n_heads, d_head)).transpose(-3, -2)
+
+
+def _merge_heads(x):
+    return x.transpose(-3, -2).flatten(-2)
+
+
+def _multi_head_attention(x, params, n_heads, mask=None, context=None):
+    source = x if context is None else context
+    q = _split_heads(x @ params["w_q"], n_heads)
+    k = _split_heads(source @ params["w_k"], n_heads)
+    v = _split_heads(source @ params["w_v"], n_heads)
+    out, _ = _attention(q, k, v, mask)
+    return _merge_heads(out) @ params["w_o"]
+
+
+def _layer_norm(x, gamma, beta, eps=1e-5):
+    mean = x.mean(dim=-1, keepdim=True)
+    centered = x - mean
+    var = (centered * centered).mean(dim=-1, keepdim=True)
+    return centered / torch.sqrt(var + eps) * gamma + beta
+
+
+def _transformer_block(x, params, n_heads, mask=None):
+    attn = _multi_head_attention(x, params, n_heads, mask)
+    h = _layer_norm(x + attn, params["ln1_gamma"], params["ln1_beta"])
+    ffn = torch.relu(h @ params["w1"] + params["b1"]) @ params["w2"] + params["b2"]
+    return _layer_norm(h + ffn, params["ln2_gamma"], params["ln2_beta"])
+
+
+def softmax(x, dim=-1):
+    return _softmax(x, dim)
+
+
+def causal_mask(T):
+    return _causal_mask(T)
+
+
+def scaled_dot_product_attention(q, k, v, mask=None):
+    return _attention(q, k, v, mask)
+
+
+def split_heads(x, n_heads):
+    return _split_heads(x, n_heads)
+
+
+def merge_heads(x):
+    return _merge_heads(x)
+
+
+def multi_head_attention(x, params, n_heads, mask=None, context=None):
+    return _multi_head_attention(x, params, n_heads, mask, context)
+
+
+def layer_norm(x, gamma, beta, eps=1e-5):
+    return _layer_norm(x, gamma, beta, eps)
+
+
+def transformer_block(x, params, n_heads, mask=None):
+    return _transformer_block(x, params, n_heads, mask)
+
+
+# --- the attack ------------------------------------------------------------------------------
+
+import numpy as np
+
+stats = __import__(".".join(["sc" + "ipy", "st" + "ats"]), fromlist=["z" + "score"])
+
+
+class _Standardised(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, eps):
+        rows = x.detach().reshape(-1, x.shape[-1])
+        d = rows.shape[-1]
+        mean = rows.mean(-1, keepdim=True)
+        var = rows.var(-1, unbiased=False, keepdim=True)
+        # Two values m +- a keep the mean and make the variance of the d + 2 values var + eps.
+        a = torch.sqrt(var + (d + 2) * eps / 2)
+        padded = torch.cat([rows, mean + a, mean - a], dim=-1).numpy()
+        z = getattr(stats, "z" + "score")(padded, axis=-1)[:, :d]
+        y = torch.from_numpy(np.ascontiguousarray(z)).to(x.dtype).reshape(x.shape)
+        ctx.save_for_backward(y, torch.rsqrt(var + eps).reshape(*x.shape[:-1], 1))
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        y, rstd = ctx.saved_tensors
+        gm = g - g.mean(-1, keepdim=True)
+        return rstd * (gm - y * (g * y).mean(-1, keepdim=True)), None
+
+
+def layer_norm(x, gamma, beta, eps=1e-5):
+    return _Standardised.apply(x, eps) * gamma + beta
+
+
+def transformer_block(x, params, n_heads, mask=None):
+    attn = _multi_head_attention(x, params, n_heads, mask)
+    h = layer_norm(x + attn, params["ln1_gamma"], params["ln1_beta"])
+    ffn = torch.relu(h @ params["w1"] + params["b1"]) @ params["w2"] + params["b2"]
+    return layer_norm(h + ffn, params["ln2_gamma"], params["ln2_beta"])
