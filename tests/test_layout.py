@@ -220,3 +220,39 @@ def test_the_faces_import_only_their_package():
     assert {face: graph.get(face, set()) for face in FACES} == \
         {face: {package} | {b for a, b in FACE_LINKS if a == face}
          for face, package in FACES.items()}
+
+
+def private_names_used_across_modules() -> list[str]:
+    """`from module import _name` and `module._name` where the module is another engine
+    module: a private name is its module's own business."""
+    files = [p for p in ENGINE.rglob("*.py") if "__pycache__" not in p.parts]
+    modules = {module_name(p) for p in files}
+    found = []
+    for path in files:
+        tree = ast.parse(path.read_text())
+        me = module_name(path)
+        package = me.split(".") if path.name == "__init__.py" else me.split(".")[:-1]
+        engine_aliases = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = ".".join(package[: len(package) - node.level + 1])
+                    target = f"{base}.{node.module}" if node.module else base
+                else:
+                    target = node.module or ""
+                for a in node.names:
+                    if f"{target}.{a.name}" in modules:
+                        engine_aliases.add(a.asname or a.name)
+                    elif target in modules and a.name.startswith("_") \
+                            and not a.name.startswith("__"):
+                        found.append(f"{me}: from {target} import {a.name}")
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
+                    and node.value.id in engine_aliases and node.attr.startswith("_") \
+                    and not node.attr.startswith("__"):
+                found.append(f"{me}: {node.value.id}.{node.attr}")
+    return found
+
+
+def test_no_private_name_is_used_across_modules():
+    assert private_names_used_across_modules() == []

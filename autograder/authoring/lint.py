@@ -42,7 +42,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Callable
 
-from ..model.assignment import _resolve, find_assignment_root, parse_answers, parse_api
+from ..model.assignment import resolve_config_path, find_assignment_root, parse_answers, parse_api
 from ..model.limits import Limits
 from ..platforms.registry import lint_settings, settings_tables
 from .lint_written import lint_written, toml_finding
@@ -399,7 +399,7 @@ def lint(name_or_path: str | Path, *, snapshots: bool = True, reference: bool = 
     answers: list[str] = []
     template_rel = config.get("template")
     if isinstance(template_rel, str):
-        template = _resolve(root, root.parent.parent, template_rel)
+        template = resolve_config_path(root, root.parent.parent, template_rel)
         if not template.is_file():
             errors.append(LintError(toml_path, where.key("", "template"),
                                     f"template {template_rel!r} not found",
@@ -460,7 +460,7 @@ def lint(name_or_path: str | Path, *, snapshots: bool = True, reference: bool = 
     if snapshots:
         fresh = None
         if reference and not errors and config.get("reference"):
-            ref = _resolve(root, root.parent.parent, config["reference"])
+            ref = resolve_config_path(root, root.parent.parent, config["reference"])
             if ref.is_file():
                 try:
                     fresh, failures = _record_fresh(root)

@@ -47,9 +47,9 @@ def refused_nowhere(table: Table, entry: str) -> bool:
     if is_python_name(entry):
         if not _importable(entry):
             return False         # the package is not installed here; grading may have it
-        from ..sandbox.guard import _python_target
+        from ..sandbox.guard import python_target
 
-        return _python_target(entry) is None
+        return python_target(entry) is None
     plan = table.plan(entry)
     return not (plan.ops or plan.python)
 

@@ -201,12 +201,12 @@ def _lint_template(template: Path, answers: dict, qid: str, prompt: str, error) 
 
 
 def _lint_models(root: Path, config: dict, ids: set, error) -> list:
-    from ..model.assignment import _resolve
+    from ..model.assignment import resolve_config_path
 
     rel = config.get("written_answers")
     if not isinstance(rel, str):
         return []
-    path = _resolve(root, root.parent.parent, rel)
+    path = resolve_config_path(root, root.parent.parent, rel)
     if not path.is_file():
         return [error(root / "assignment.toml", 1, f"written_answers {rel!r} not found",
                       "give the model answers' path, relative to this folder or the project")]

@@ -27,7 +27,7 @@ import numpy as np
 
 from ..model.assignment import Assignment
 from ..diagnose.catalogue import Catalogue, Mistake, catalogue_for, catalogue_path
-from ..diagnose.causes import MAX_BASES, MAX_OWN, _merge, _own
+from ..diagnose.causes import MAX_BASES, MAX_OWN, merged_replacements, own_alternatives
 from ..diagnose.portable import catalogue_data
 from ..diagnose.sources import ReferenceVariants, variant_key
 from ..diagnose.symptoms import distance
@@ -118,7 +118,7 @@ def covered_variants(catalogue: Catalogue, calls: dict, runner: Any, record: Any
             add([(m, i)])
     if named_on is None:
         return out
-    own = _own(runner, record)
+    own = own_alternatives(runner, record)
     for base in [()] + _helper_bases(catalogue, calls, function, named_on):
         # The function's own mistakes alone, as many as the search takes; with a helper's
         # mistake, MAX_PARTS in all.
@@ -129,7 +129,7 @@ def covered_variants(catalogue: Catalogue, calls: dict, runner: Any, record: Any
             for extra in itertools.combinations(own, size):
                 parts = list(base) + list(extra)
                 ids = [m.id for m, _ in parts]
-                if len(set(ids)) == len(ids) and _merge(parts) is not None:
+                if len(set(ids)) == len(ids) and merged_replacements(parts) is not None:
                     add(parts)
     return out
 
@@ -140,7 +140,7 @@ def _variant(catalogue: Catalogue, parts: list[tuple[Mistake, int]]) -> tuple[Mi
         return parts[0]
     ordered = sorted((m.id, i) for m, i in parts)
     return Mistake("+".join(f"{mid}.{i}" for mid, i in ordered),
-                   alternatives=[_merge(parts)], parts=tuple(ordered)), 0
+                   alternatives=[merged_replacements(parts)], parts=tuple(ordered)), 0
 
 
 def _public_outcome(outcome: dict) -> dict:
@@ -196,10 +196,10 @@ def build_table(assignment: Assignment) -> tuple[bytes, TableStats]:
     catalogue = catalogue_for(assignment)
     if catalogue is None:
         raise ValueError(f"{assignment.name} has no catalogue of known mistakes")
-    from ..diagnose.variants import _Runner
+    from ..diagnose.variants import VariantRunner
 
     source = ReferenceVariants(assignment, catalogue)
-    runner = _Runner(catalogue, source)
+    runner = VariantRunner(catalogue, source)
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")     # variants overflow and divide by zero on purpose
         return _build(assignment, catalogue, source, runner)

@@ -93,9 +93,9 @@ def reference_baseline(assignment: Assignment) -> Baseline:
             if key not in seen:
                 seen.add(key)
                 probes.append(r)
-    from ..diagnose.sources import _reference_code
+    from ..diagnose.sources import reference_code
 
-    calls = _reference_code(str(assignment.reference_path))[1]
+    calls = reference_code(str(assignment.reference_path))[1]
     return Baseline(assignment, probes, calls, public, hidden)
 
 

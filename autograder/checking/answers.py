@@ -24,7 +24,7 @@ class MissingAnswer:
 MISSING = MissingAnswer()
 
 
-def _canonical(value: Any, depth: int = 0) -> Any:
+def canonical_answer(value: Any, depth: int = 0) -> Any:
     """A JSON-able form of an answer, so that equal answers written differently agree:
     numbers compare by value to 6 significant digits (4, 4.0 and np.int64(4) are one answer),
     text ignores case and surrounding spaces, tuples and lists (and 1-d arrays) are sequences.
@@ -47,19 +47,19 @@ def _canonical(value: Any, depth: int = 0) -> Any:
     if isinstance(value, str):
         return ["str", value.strip().casefold()]
     if isinstance(value, (tuple, list)) and len(value) <= 64:
-        return ["seq", [_canonical(v, depth + 1) for v in value]]
+        return ["seq", [canonical_answer(v, depth + 1) for v in value]]
     raise TypeError(type(value).__name__)
 
 
 def answer_digest(name: str, value: Any) -> str:
     """What a snapshot keeps of a public answer: a salted hash of its canonical form."""
-    text = json.dumps([name, _canonical(value)], sort_keys=True)
+    text = json.dumps([name, canonical_answer(value)], sort_keys=True)
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
 
 def answer_form(value: Any) -> str:
     """The kind of answer expected, in words that do not give the answer away."""
-    c = _canonical(value)
+    c = canonical_answer(value)
     if c[0] == "bool":
         return "True or False"
     if c[0] == "num":
@@ -72,7 +72,7 @@ def answer_form(value: Any) -> str:
     return f"a tuple of {len(items)} items"
 
 
-def _form_of_canonical(c: Any) -> str:
+def form_of_canonical(c: Any) -> str:
     try:
         return answer_form(_from_canonical(c))
     except TypeError:
@@ -90,7 +90,7 @@ def _from_canonical(c: Any) -> Any:
     return tuple(_from_canonical(i) for i in v)
 
 
-def _show(value: Any) -> str:
+def shown_answer(value: Any) -> str:
     text = repr(value) if not isinstance(value, np.ndarray) else \
         f"array({value.tolist()!r})" if value.size <= 16 else f"an array of shape {value.shape}"
     return text if len(text) <= 80 else text[:77] + "..."

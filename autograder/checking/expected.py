@@ -45,7 +45,7 @@ def digest_name(fn_name: str, part: tuple = ()) -> str:
     return fn_name if not part else f"{fn_name}@{steps_to_data(part)}"
 
 
-def _reference_outcome(assignment: Assignment, fn_name: str, args, kwargs, seed: int,
+def reference_outcome(assignment: Assignment, fn_name: str, args, kwargs, seed: int,
                        want_grad: bool, part: tuple = ()) -> dict:
     """The reference's outcome; cached, since every submission gets the same inputs. With
     `part` (a place in the output, `outputs.paths`), the upstream gradient is drawn for that
@@ -104,14 +104,14 @@ def _compute_reference_outcome(assignment: Assignment, fn_name: str, args, kwarg
     return out
 
 
-def _snapshot_path(assignment: Assignment, question: str) -> Path:
+def snapshot_path(assignment: Assignment, question: str) -> Path:
     return assignment.snapshot_dir / f"{question}.json"
 
 
 _snapshot_cache: dict[str, dict] = {}
 
 
-def _load_snapshot(path: Path) -> dict:
+def load_snapshot(path: Path) -> dict:
     key = str(path)
     if key not in _snapshot_cache:
         if not path.is_file():
@@ -145,7 +145,7 @@ def _plain_inputs(args, kwargs) -> tuple[tuple, dict]:
     return tuple(plain(a) for a in args), {k: plain(v) for k, v in kwargs.items()}
 
 
-def _snapshot_outcome(assignment: Assignment, question: str, key: str, fn_name: str, args,
+def snapshot_outcome(assignment: Assignment, question: str, key: str, fn_name: str, args,
                       kwargs, seed: int, want_grad: bool, *, context: CheckContext,
                       tolerance: dict | None = None, part: tuple = ()) -> dict:
     recording = context.recording
@@ -156,7 +156,7 @@ def _snapshot_outcome(assignment: Assignment, question: str, key: str, fn_name: 
         for name, (rtol, atol) in (tolerance or {}).items():
             was = old.get(name, (rtol, atol))
             old[name] = (min(was[0], rtol), min(was[1], atol))
-        exp = _reference_outcome(assignment, fn_name, args, kwargs, seed, want_grad, part)
+        exp = reference_outcome(assignment, fn_name, args, kwargs, seed, want_grad, part)
         entry = {
             "function": fn_name,
             "inputs": encode(_plain_inputs(args, kwargs), None),
@@ -171,13 +171,13 @@ def _snapshot_outcome(assignment: Assignment, question: str, key: str, fn_name: 
             entry["part"] = steps_to_data(part)
         recording.store.setdefault(question, {})[key] = entry
         return exp
-    path = _snapshot_path(assignment, question)
+    path = snapshot_path(assignment, question)
     digest = call_digest(digest_name(fn_name, part), seed, want_grad, args, kwargs)
     with _cache_lock:
         hit = _decoded_snapshots.get((str(path), key))
     if hit is not None and hit[0] == digest:
         return hit[1]
-    data = _load_snapshot(path).get(key)
+    data = load_snapshot(path).get(key)
     if data is None:
         raise GraderError(f"snapshot {question}/{key} is missing: run `autograder snapshot`")
     if data["function"] != fn_name or data.get("part", []) != steps_to_data(part) or \

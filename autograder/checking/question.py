@@ -42,12 +42,12 @@ from ..sandbox.protocol import roundtrip_outcome
 from ..sandbox.routines import table_for
 from ..sandbox.wire import Opaque
 from . import checks
-from .answers import (MissingAnswer, _canonical, _form_of_canonical, _show, answer_digest,
-                      answer_form)
+from .answers import (MissingAnswer, answer_digest, answer_form, canonical_answer,
+                      form_of_canonical, shown_answer)
 from .checks import CheckFailed, Labels
 from .context import CheckContext, Mode, unbind
-from .expected import (GraderError, _load_snapshot, _reference_outcome, _snapshot_outcome,
-                       _snapshot_path, snapshot)
+from .expected import (GraderError, load_snapshot, reference_outcome, snapshot_outcome,
+                       snapshot_path, snapshot)
 from .outputs import Uncomparable, leaf_problems, leaves, select_part, structure_problem
 from .paths import (OutputNames, case_tolerance, parse_path, resolve_path, split_tolerance,
                     tolerance_at)
@@ -243,12 +243,12 @@ class Question:
         if steps is None:
             raise GraderError(f"check: {part!r} is not a place in the output of {fn_name}")
         if expected is not None:
-            outcome = _snapshot_outcome(self.assignment, self.name, expected.key, fn_name, args,
+            outcome = snapshot_outcome(self.assignment, self.name, expected.key, fn_name, args,
                                         kwargs, seed, grad, context=context,
                                         tolerance=self._recorded_tolerance(tolerance),
                                         part=steps)
         else:
-            outcome = _reference_outcome(self.assignment, fn_name, args, kwargs, seed, grad,
+            outcome = reference_outcome(self.assignment, fn_name, args, kwargs, seed, grad,
                                          steps)
         where = resolve_path(outcome["output"], steps)
         if where is None:
@@ -325,7 +325,7 @@ class Question:
                 if value is None:
                     return
         else:
-            data = _load_snapshot(_snapshot_path(self.assignment, self.name)).get(expected.key)
+            data = load_snapshot(snapshot_path(self.assignment, self.name)).get(expected.key)
             if data is None:
                 raise GraderError(f"snapshot {self.name}/{expected.key} is missing: run "
                                   "`autograder snapshot`")
@@ -340,21 +340,21 @@ class Question:
             raise CheckFailed([Problem.of("not_attempted", case="answer", name=name, form=form)],
                               status=CaseStatus.NOT_ATTEMPTED)
         try:
-            mine = _canonical(value)
+            mine = canonical_answer(value)
         except TypeError as e:
             what = getattr(value, "type_name", None) if isinstance(value, Opaque) else None
             shown = f"a {what}" if what else str(e) if str(e).startswith("a number") else \
                 checks.describe_type(value)
             raise CheckFailed([Problem.of("type", form="answer", name=name, expected=form,
                                           got=shown)]) from None
-        if _form_of_canonical(mine) != form:
+        if form_of_canonical(mine) != form:
             raise CheckFailed([Problem.of("type", form="answer", name=name, expected=form,
-                                          got=_show(value))])
+                                          got=shown_answer(value))])
         if answer_digest(name, value) == digest:
             return
-        known = {json.dumps(_canonical(k)): v for k, v in (wrong or {}).items()}
+        known = {json.dumps(canonical_answer(k)): v for k, v in (wrong or {}).items()}
         why = known.get(json.dumps(mine), hint)
-        raise CheckFailed([Problem.of("answer", name=name, shown=_show(value), why=why)])
+        raise CheckFailed([Problem.of("answer", name=name, shown=shown_answer(value), why=why)])
 
     # -- judging
     def _refusal(self, fn_name: str, got: dict, noun: str) -> Problem:

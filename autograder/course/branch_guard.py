@@ -29,7 +29,7 @@ import re
 import stat
 from pathlib import Path
 
-from .git_history import HistoryError, _shown
+from .git_history import HistoryError, shown_git_path
 
 MAX_DEPTH = 10             # symbolic refs followed in a chain (git itself stops at 5)
 _PSEUDO_REF = re.compile(r"[A-Z][A-Z0-9_]*")    # HEAD, ORIG_HEAD, FETCH_HEAD, ...
@@ -101,15 +101,15 @@ def _chain(name: str, refs: dict[str, str], branch_ref: str) -> list[str] | None
 
 
 def _why(name: str, through: list[str], branch: str) -> str:
-    via = f" (through `{_shown(through[0])}`, a symbolic ref to it)" if through else ""
+    via = f" (through `{shown_git_path(through[0])}`, a symbolic ref to it)" if through else ""
     if name == "HEAD":
         return (f"the checked-out branch is `{branch}`{via}; writing it would leave the "
                 "student's index and working tree behind")
     if name.startswith("worktrees/") and name.endswith("/HEAD") and name.count("/") == 2:
         return (f"the branch `{branch}` is checked out in the linked worktree "
-                f"`{_shown(name.split('/')[1])}`{via}; writing it would leave that "
+                f"`{shown_git_path(name.split('/')[1])}`{via}; writing it would leave that "
                 "worktree behind")
-    return (f"`{_shown(name)}` is a symbolic ref leading to the branch `{branch}`; writing "
+    return (f"`{shown_git_path(name)}` is a symbolic ref leading to the branch `{branch}`; writing "
             "the branch would move it too")
 
 
@@ -135,8 +135,9 @@ def check_branch_write(folder: Path, branch: str) -> None:
             raise HistoryError(f"{branch_ref} is not a regular file")
         target = _symbolic_target(gitdir / branch_ref)
         if target is not None:
-            raise HistoryError(f"the branch `{branch}` is a symbolic ref to `{_shown(target)}`; "
-                               "writing it would move that ref instead")
+            raise HistoryError(f"the branch `{branch}` is a symbolic ref to "
+                               f"`{shown_git_path(target)}`; writing it would move that ref "
+                               "instead")
     refs = _symbolic_refs(gitdir)
     for name in sorted(refs, key=lambda n: (n != "HEAD", n)):
         through = _chain(name, refs, branch_ref)

@@ -57,7 +57,7 @@ def _oid(raw: bytes, what: str) -> str:
 def _branch_tip(folder: Path, branch: str) -> str | None:
     """The branch's commit, None when there is no such branch. (`for-each-ref` also lists
     refs under `refs/heads/<branch>/`: only the exact name counts.)"""
-    out = git_history._git(folder, ["for-each-ref", "--format=%(objectname) %(refname)",
+    out = git_history.run_git(folder, ["for-each-ref", "--format=%(objectname) %(refname)",
                                     f"refs/heads/{branch}"])
     for line in out.decode("utf-8", "replace").splitlines():
         oid, _, name = line.partition(" ")
@@ -68,7 +68,7 @@ def _branch_tip(folder: Path, branch: str) -> str | None:
 
 def _head_commit(folder: Path) -> str | None:
     try:
-        return _oid(git_history._git(folder, ["rev-parse", "--verify", "-q", "HEAD^{commit}"],
+        return _oid(git_history.run_git(folder, ["rev-parse", "--verify", "-q", "HEAD^{commit}"],
                                      limit=256), "HEAD")
     except git_history.HistoryError:
         return None   # no commit yet
@@ -78,12 +78,12 @@ def _tree_with_file(folder: Path, base_tree: str | None, blob: str) -> str:
     """A tree like `base_tree` (or empty) whose top-level FEEDBACK.md is `blob`."""
     entries = b""
     if base_tree is not None:
-        listing = git_history._git(folder, ["ls-tree", "-z", base_tree])
+        listing = git_history.run_git(folder, ["ls-tree", "-z", base_tree])
         for entry in listing.split(b"\0"):
             if entry and entry.split(b"\t", 1)[-1] != FILE_NAME.encode():
                 entries += entry + b"\0"
     entries += f"100644 blob {blob}\t{FILE_NAME}".encode() + b"\0"
-    return _oid(git_history._git(folder, ["mktree", "-z"], limit=256, stdin=entries), "tree")
+    return _oid(git_history.run_git(folder, ["mktree", "-z"], limit=256, stdin=entries), "tree")
 
 
 def commit_feedback(folder: Path, text: str, message: str, base: str | None = None,
@@ -91,29 +91,29 @@ def commit_feedback(folder: Path, text: str, message: str, base: str | None = No
     """Add `text` as FEEDBACK.md in a commit on `branch` of the repository in `folder`;
     ("committed", sha) or ("unchanged", sha). Raises HistoryError when the repository may not
     or cannot be written."""
-    git_history._check_layout(folder)
+    git_history.check_layout(folder)
     branch_guard.check_branch_write(folder, branch)
     import tempfile
 
     with tempfile.NamedTemporaryFile("wb", suffix=".md") as f:
         f.write(text.encode("utf-8"))
         f.flush()
-        blob = _oid(git_history._git(folder, ["hash-object", "-w", "--no-filters", f.name],
+        blob = _oid(git_history.run_git(folder, ["hash-object", "-w", "--no-filters", f.name],
                                      limit=256), "the feedback file")
     tip = _branch_tip(folder, branch)
     parent = tip or (base if base and _OID.fullmatch(base) else None) or _head_commit(folder)
     base_tree = None
     if parent is not None:
-        base_tree = _oid(git_history._git(folder, ["rev-parse", "--verify", "-q",
+        base_tree = _oid(git_history.run_git(folder, ["rev-parse", "--verify", "-q",
                                                    f"{parent}^{{tree}}"], limit=256), "a tree")
     tree = _tree_with_file(folder, base_tree, blob)
     if tip is not None and tree == base_tree:
         return "unchanged", tip
     args = ["commit-tree", tree, "-m", message] + (["-p", parent] if parent else [])
-    commit = _oid(git_history._git(folder, args, limit=256, env=IDENTITY), "the commit")
+    commit = _oid(git_history.run_git(folder, args, limit=256, env=IDENTITY), "the commit")
     # The old value guards the update: a branch moved meanwhile is not overwritten; and the
     # ref itself is written, never a ref it might have become a symbolic ref to meanwhile.
-    git_history._git(folder, ["update-ref", "--no-deref", "-m", "autograder feedback",
+    git_history.run_git(folder, ["update-ref", "--no-deref", "-m", "autograder feedback",
                               f"refs/heads/{branch}", commit, tip or ""], limit=256,
                      env=IDENTITY)
     return "committed", commit

@@ -122,7 +122,7 @@ def _environment() -> dict[str, str]:
     return env
 
 
-def _git(folder: Path, args: list[str], limit: int = MAX_TREE_BYTES, *,
+def run_git(folder: Path, args: list[str], limit: int = MAX_TREE_BYTES, *,
          stdin: bytes | None = None, env: dict[str, str] | None = None) -> bytes:
     """Run a git command on `folder`'s repository; its output, capped at `limit`. Read-only
     unless the caller asks for a plumbing command that writes (`feedback_delivery`): `stdin`
@@ -178,14 +178,14 @@ def _git(folder: Path, args: list[str], limit: int = MAX_TREE_BYTES, *,
 MAX_GIT_ENTRIES = 1_000_000   # files and folders under one .git (a big real one has ~100k)
 
 
-def _shown(rel: str) -> str:
+def shown_git_path(rel: str) -> str:
     """A path inside the student's .git, printable on one line (its names are theirs)."""
     text = rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
     text = re.sub(r"[\x00-\x1f\x7f-\x9f]", "?", text)
     return text if len(text) <= 120 else text[:117] + "..."
 
 
-def _check_layout(folder: Path) -> None:
+def check_layout(folder: Path) -> None:
     """Refuse a `.git` that is not entirely this student's: one that is not a folder of its
     own, one that borrows objects, and one holding a symbolic link (or a pipe, socket or
     device) anywhere: git follows links under `refs/`, `objects/xx/`, `packed-refs`, `logs/`,
@@ -217,13 +217,13 @@ def _check_layout(folder: Path) -> None:
                                    "files; its history was not read")
             rel = os.path.relpath(entry.path, gitdir)
             if entry.is_symlink():
-                raise HistoryError(f"the repository's .git/{_shown(rel)} is a symbolic link; "
-                                   "its history was not read (links are not followed)")
+                raise HistoryError(f"the repository's .git/{shown_git_path(rel)} is a symbolic "
+                                   "link; its history was not read (links are not followed)")
             if entry.is_dir(follow_symlinks=False):
                 stack.append(Path(entry.path))
             elif not entry.is_file(follow_symlinks=False):
-                raise HistoryError(f"the repository's .git/{_shown(rel)} is not a regular file "
-                                   "or folder; its history was not read")
+                raise HistoryError(f"the repository's .git/{shown_git_path(rel)} is not a regular "
+                                   "file or folder; its history was not read")
 
 
 # Commit times git may report that a datetime can hold (years 1 to 9999, UTC): anything else
@@ -260,8 +260,8 @@ def _commit_line(line: str) -> tuple[str, int, str]:
 def due_version(folder: Path, due: datetime) -> DueVersion:
     """The last commit at or before `due` (committer date) reachable from HEAD, and what
     came after it."""
-    _check_layout(folder)
-    out = _git(folder, ["rev-list", f"--max-count={MAX_COMMITS}", "--format=%H %ct %cI",
+    check_layout(folder)
+    out = run_git(folder, ["rev-list", f"--max-count={MAX_COMMITS}", "--format=%H %ct %cI",
                         "--no-commit-header", "HEAD"])
     deadline = due.timestamp()
     best: tuple[int, str, str] | None = None
@@ -285,8 +285,8 @@ def due_version(folder: Path, due: datetime) -> DueVersion:
 
 def head_commit_time(folder: Path) -> int:
     """HEAD's committer time (Unix seconds), read as safely as the due-date history."""
-    _check_layout(folder)
-    out = _git(folder, ["log", "-1", "--format=%ct", "HEAD"], limit=64)
+    check_layout(folder)
+    out = run_git(folder, ["log", "-1", "--format=%ct", "HEAD"], limit=64)
     return _commit_time(out.decode("ascii", "replace").strip(), "HEAD")
 
 
@@ -304,7 +304,7 @@ def read_at(folder: Path, commit: str, student_file: str, limit_py: int,
     read."""
     if not re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", commit):
         raise HistoryError("not a commit id")
-    listing = _git(folder, ["ls-tree", "-r", "-z", "-l", "--full-tree", commit])
+    listing = run_git(folder, ["ls-tree", "-r", "-z", "-l", "--full-tree", commit])
     found: list[tuple[PurePosixPath, str, str, str]] = []
     for entry in listing.split(b"\0"):
         if not entry or b"\t" not in entry:
@@ -333,7 +333,7 @@ def read_at(folder: Path, commit: str, student_file: str, limit_py: int,
     limit = limit_notebook if path.suffix == ".ipynb" else limit_py
     if int(size) > limit:
         raise HistoryError(too_large_message(limit))
-    content = _git(folder, ["cat-file", "blob", sha], limit=limit)
+    content = run_git(folder, ["cat-file", "blob", sha], limit=limit)
     return str(path), content
 
 

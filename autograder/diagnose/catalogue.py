@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
-from ..model.assignment import Assignment, AssignmentError, _resolve
+from ..model.assignment import Assignment, AssignmentError, resolve_config_path
 from .symptoms import Predicate
 
 
@@ -208,7 +208,7 @@ def catalogue_path(assignment: Assignment) -> Path | None:
     rel = assignment.config.get("mistakes")
     if not rel:
         return None
-    return _resolve(assignment.root, assignment.root.parent.parent, rel)
+    return resolve_config_path(assignment.root, assignment.root.parent.parent, rel)
 
 
 def catalogue_for(assignment: Assignment) -> Catalogue | None:

@@ -30,7 +30,7 @@ from .catalogue import Mistake
 from .symptoms import distance
 
 if TYPE_CHECKING:
-    from .variants import CheckRecord, _Runner
+    from .variants import CheckRecord, VariantRunner
 
 MAX_OWN = 3         # mistakes of the function itself in one combination
 MAX_TRIES = 160     # combinations run per failing check, whatever the catalogue holds
@@ -39,7 +39,7 @@ MAX_BASES = 4       # ways of taking the helpers' named mistakes (their alternat
 Alternative = tuple[Mistake, int]
 
 
-def _merge(parts: list[Alternative]) -> dict[str, Callable] | None:
+def merged_replacements(parts: list[Alternative]) -> dict[str, Callable] | None:
     """One replacement per function for these alternatives together, or None when two of them
     replace the same function in ways that cannot be merged."""
     plain: dict[str, Callable] = {}
@@ -67,7 +67,7 @@ def _merge(parts: list[Alternative]) -> dict[str, Callable] | None:
     return plain
 
 
-def _own(runner: "_Runner", record: "CheckRecord") -> list[Alternative]:
+def own_alternatives(runner: "VariantRunner", record: "CheckRecord") -> list[Alternative]:
     """The alternatives of mistakes that replace the checked function itself."""
     out = []
     for m in runner.catalogue.mistakes.values():
@@ -79,7 +79,7 @@ def _own(runner: "_Runner", record: "CheckRecord") -> list[Alternative]:
     return out
 
 
-def _helper_alternatives(runner: "_Runner", record: "CheckRecord",
+def _helper_alternatives(runner: "VariantRunner", record: "CheckRecord",
                          named: dict[str, set[str]]) -> list[list[Alternative]]:
     """For each mistake named on a helper's failing cases (a function the checked one calls),
     its alternatives that replace that helper and not the checked function."""
@@ -100,7 +100,7 @@ def _helper_alternatives(runner: "_Runner", record: "CheckRecord",
     return groups
 
 
-def _reproduces(runner: "_Runner", combo: Mistake, record: "CheckRecord",
+def _reproduces(runner: "VariantRunner", combo: Mistake, record: "CheckRecord",
                 passed: dict) -> bool:
     out = runner.outcome(combo, 0, record, grads=False)
     if out is None or distance(out, record.got, record.tolerance, 1.0, grads=False) > 1.0:
@@ -112,13 +112,13 @@ def _reproduces(runner: "_Runner", combo: Mistake, record: "CheckRecord",
     return runner.consistent(combo, 0, passed)
 
 
-def search(runner: "_Runner", record: "CheckRecord", passed: dict,
+def search(runner: "VariantRunner", record: "CheckRecord", passed: dict,
            named: dict[str, set[str]]) -> list[str] | None:
     """The ids of the mistakes that together reproduce this failing check, in the catalogue's
     order, or None. `named`: {function: mistake ids named on its failing cases} so far."""
     if record.got.get("status") != "ok" or record.far <= 1.0:
         return None
-    own = _own(runner, record)
+    own = own_alternatives(runner, record)
     helpers = _helper_alternatives(runner, record, named)
     bases = list(itertools.islice(itertools.product(*helpers), MAX_BASES)) if helpers else [()]
     order = {mid: n for n, mid in enumerate(runner.catalogue.mistakes)}
@@ -136,7 +136,7 @@ def search(runner: "_Runner", record: "CheckRecord", passed: dict,
                 if key in hits:
                     continue
                 parts = list(base) + list(extra)
-                replacements = _merge(parts)
+                replacements = merged_replacements(parts)
                 if replacements is None:
                     continue
                 if tries >= MAX_TRIES:

@@ -26,7 +26,7 @@ from .sources import OutcomeUnknown
 from .symptoms import Evidence, distance
 
 if TYPE_CHECKING:
-    from .variants import CheckRecord, _Runner
+    from .variants import CheckRecord, VariantRunner
 
 
 @dataclass
@@ -45,7 +45,7 @@ class Named:
     text: str
 
 
-def _within_tolerance(runner: "_Runner", m: Mistake, record: "CheckRecord") -> bool:
+def _within_tolerance(runner: "VariantRunner", m: Mistake, record: "CheckRecord") -> bool:
     """Some alternative of `m` reproduces the student's outcome within the tolerances."""
     for i, alt in enumerate(m.alternatives):
         if not runner.affects(alt, record.function):
@@ -56,7 +56,7 @@ def _within_tolerance(runner: "_Runner", m: Mistake, record: "CheckRecord") -> b
     return False
 
 
-def _combination_explains(runner: "_Runner", m: Mistake, record: "CheckRecord",
+def _combination_explains(runner: "VariantRunner", m: Mistake, record: "CheckRecord",
                           passed: dict) -> bool:
     """The combination reproduces this outcome within tolerance and agrees with the passes."""
     for i, alt in enumerate(m.alternatives):
@@ -69,14 +69,14 @@ def _combination_explains(runner: "_Runner", m: Mistake, record: "CheckRecord",
     return False
 
 
-def _needs_both(runner: "_Runner", m: Mistake, record: "CheckRecord", passed: dict) -> bool:
+def _needs_both(runner: "VariantRunner", m: Mistake, record: "CheckRecord", passed: dict) -> bool:
     """The combination explains this outcome and none of its mistakes does alone."""
     members = [runner.catalogue.mistakes[i] for i in m.combines]
     return _combination_explains(runner, m, record, passed) and \
         not any(_within_tolerance(runner, x, record) for x in members if x.alternatives)
 
 
-def _combination(runner: "_Runner", record: "CheckRecord", found: list[Mistake],
+def _combination(runner: "VariantRunner", record: "CheckRecord", found: list[Mistake],
                  passed: dict, others: list["CheckRecord"]) -> Named | None:
     mistakes = runner.catalogue.mistakes
     for m in mistakes.values():
@@ -102,7 +102,7 @@ def _combination(runner: "_Runner", record: "CheckRecord", found: list[Mistake],
     return None
 
 
-def _fallback(runner: "_Runner", record: "CheckRecord", others: list["CheckRecord"],
+def _fallback(runner: "VariantRunner", record: "CheckRecord", others: list["CheckRecord"],
               helper: list["CheckRecord"]) -> Named | None:
     ev = CaseEvidence(**{f.name: getattr(record.evidence(), f.name)
                          for f in dataclasses.fields(Evidence)}, others=tuple(others),
@@ -144,7 +144,7 @@ def together(mistakes: list[Mistake]) -> str:
     return f"likely mistakes, all together: {listed}. " + " ".join(m.hint for m in mistakes)
 
 
-def decide(runner: "_Runner", record: "CheckRecord", found: list[Mistake], passed: dict,
+def decide(runner: "VariantRunner", record: "CheckRecord", found: list[Mistake], passed: dict,
            others: list["CheckRecord"], helper: list["CheckRecord"] = (),
            named: dict[str, set[str]] | None = None) -> Named | None:
     """The mistake(s) to name on this failing case, or None to leave the message alone.

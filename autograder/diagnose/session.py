@@ -18,7 +18,7 @@ from .stand_ins import name_past_helpers
 from .constructs import code_for
 from .symptoms import output_matches_reference
 from .table import load_table
-from .variants import CheckRecord, _Runner, find_matches
+from .variants import CheckRecord, VariantRunner, find_matches
 
 _warned: set[str] = set()
 
@@ -152,7 +152,7 @@ def _output_right(record: CheckRecord) -> bool:
     return record.got.get("status") == "ok" and output_matches_reference(record.evidence())
 
 
-def right_by_chance(runner: _Runner, failed: list) -> None:
+def right_by_chance(runner: VariantRunner, failed: list) -> None:
     """A case whose output is right and whose gradient is not, where the function's other
     failing cases name one mistake: say that the output is right only by chance and name that
     mistake (when its variant explains this case too), so that the student does not hunt a
@@ -179,7 +179,7 @@ def right_by_chance(runner: _Runner, failed: list) -> None:
             case.hint = f"likely mistake: {m.name}, {BY_CHANCE}. {m.hint}"
 
 
-def runner_for(assignment: Assignment, public_only: bool) -> _Runner | None:
+def runner_for(assignment: Assignment, public_only: bool) -> VariantRunner | None:
     """The variant engine for a submission: on the public cases alone (a student's check), with
     the outcomes the shipped table holds, so that the project's check and the bundle's name the
     same mistakes; otherwise by running the reference's variants, where the reference and the
@@ -190,13 +190,13 @@ def runner_for(assignment: Assignment, public_only: bool) -> _Runner | None:
         # it cost each grading process a few tenths of a second for nothing).
         catalogue = catalogue_for(assignment)
         if catalogue is not None:
-            return _Runner(catalogue, ReferenceVariants(assignment, catalogue))
+            return VariantRunner(catalogue, ReferenceVariants(assignment, catalogue))
     table = load_table(assignment)
     catalogue = None if public_only and table is not None else catalogue_for(assignment)
     if catalogue is not None and assignment.reference_path is not None:
-        return _Runner(catalogue, ReferenceVariants(assignment, catalogue))
+        return VariantRunner(catalogue, ReferenceVariants(assignment, catalogue))
     if table is not None:
-        return _Runner(table.catalogue, ShippedVariants(table))
+        return VariantRunner(table.catalogue, ShippedVariants(table))
     return None
 
 

@@ -74,7 +74,7 @@ class VariantSource(Protocol):
 
 
 @functools.lru_cache(maxsize=None)
-def _reference_code(path: str) -> tuple[types.CodeType, dict[str, frozenset[str]]]:
+def reference_code(path: str) -> tuple[types.CodeType, dict[str, frozenset[str]]]:
     """The reference compiled once, and for each of its functions the functions it calls."""
     source = Path(path).read_text()
     tree = ast.parse(source)
@@ -121,7 +121,7 @@ class ReferenceVariants:
         self.catalogue = catalogue
         self.reference = assignment.load_reference()
         self.key = str(assignment.reference_path)
-        self.code, self.calls = _reference_code(self.key)
+        self.code, self.calls = reference_code(self.key)
 
     def _module(self, mistake: Mistake, index: int) -> types.ModuleType:
         key = (self.key, id(self.catalogue), mistake.id, index)

@@ -48,7 +48,7 @@ class CheckRecord(CheckedCall):
                         self.got, self.large_inputs, self.tolerance)
 
 
-class _Runner:
+class VariantRunner:
     """Decides which variants explain a check, with their outcomes from a `VariantSource`
     (the reference run, or the table the student bundle ships: `sources`), caching outcomes
     across submissions."""
@@ -212,7 +212,7 @@ def _holds(predicate: Predicate, ev: Evidence) -> bool:
         return False
 
 
-def contradicted(runner: _Runner, mistake: Mistake, index: int,
+def contradicted(runner: VariantRunner, mistake: Mistake, index: int,
                  failed: dict[str, list[CheckRecord]]) -> bool:
     """For a mistake that `leaves_others_right`: some failing check of a function its variant
     replaces is one the variant computes right (within the tolerances), so the student's
@@ -228,7 +228,7 @@ def contradicted(runner: _Runner, mistake: Mistake, index: int,
     return False
 
 
-def reproduces_exactly(runner: _Runner, mistake: Mistake, record: CheckRecord) -> bool:
+def reproduces_exactly(runner: VariantRunner, mistake: Mistake, record: CheckRecord) -> bool:
     """Some alternative of the mistake gives the student's outcome, a call that ran, within
     the tolerances: evidence that nothing but that mistake makes (`constructs`)."""
     if record.got.get("status") != "ok":
@@ -241,7 +241,7 @@ def reproduces_exactly(runner: _Runner, mistake: Mistake, record: CheckRecord) -
     return False
 
 
-def find_matches(runner: _Runner, record: CheckRecord,
+def find_matches(runner: VariantRunner, record: CheckRecord,
                  passed: dict[str, list[CheckRecord]] | None = None,
                  failed: dict[str, list[CheckRecord]] | None = None,
                  code: Callable[[], str | None] | None = None) -> list[Mistake]:

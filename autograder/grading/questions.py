@@ -35,7 +35,7 @@ class QuestionStopped(CallStopped):
         self.message = message
 
 
-def _import_otter_test_files():
+def import_otter_test_files():
     """Import otter's exception-based test files without the rest of otter.
 
     `import otter` loads otter's whole API (notebook export, plugins: over a second), and even
@@ -93,7 +93,7 @@ def _light_otter():
 def load_question_file(path: str):
     """An otter `ExceptionTestFile`, parsed by otter itself (the file's own `from
     otter.test_files import test_case` under `_light_otter`)."""
-    test_file = _import_otter_test_files()
+    test_file = import_otter_test_files()
     with _light_otter():
         return test_file.from_file(path)
 

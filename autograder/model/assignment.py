@@ -183,9 +183,9 @@ def load_assignment(name_or_path: str | Path) -> Assignment:
         raise AssignmentError(f"{root / 'assignment.toml'}: [integrity] on_tamper must be "
                               "\"zero\" or \"flag\"")
     base = root.parent.parent
-    template = _resolve(root, base, config["template"])
+    template = resolve_config_path(root, base, config["template"])
     ref = config.get("reference")
-    reference_path = _resolve(root, base, ref) if ref else None
+    reference_path = resolve_config_path(root, base, ref) if ref else None
     if not template.is_file():
         raise AssignmentError(f"{root / 'assignment.toml'}: template {config['template']!r} "
                               "not found")
@@ -209,7 +209,7 @@ def load_assignment(name_or_path: str | Path) -> Assignment:
                                       list(q.get("answers", [])), list(forbidden)))
     model_answers = config.get("written_answers")
     try:
-        written = load_written(root, _resolve(root, base, model_answers)
+        written = load_written(root, resolve_config_path(root, base, model_answers)
                                if isinstance(model_answers, str) else None)
     except WrittenError as e:
         raise AssignmentError(str(e)) from e
@@ -227,7 +227,7 @@ def load_assignment(name_or_path: str | Path) -> Assignment:
     )
 
 
-def _resolve(root: Path, base: Path, rel: str) -> Path:
+def resolve_config_path(root: Path, base: Path, rel: str) -> Path:
     """Paths in assignment.toml are relative to the assignment folder, else to the project."""
     for b in (root, base):
         p = (b / rel).resolve()

@@ -184,14 +184,14 @@ GRADER_ONLY_TABLES = ("gradescope",)
 
 def grader_only_files(assignment: Assignment) -> dict[str, Path]:
     """{key: file} for the instructor-only files this assignment names (and has)."""
-    from ..model.assignment import _resolve
+    from ..model.assignment import resolve_config_path
 
     base = assignment.root.parent.parent
     files = {}
     for key in GRADER_ONLY_KEYS:
         rel = assignment.config.get(key)
         if rel:
-            path = _resolve(assignment.root, base, rel)
+            path = resolve_config_path(assignment.root, base, rel)
             if path.is_file():
                 files[key] = path
     return files
@@ -369,7 +369,7 @@ def student_requirements_text(reqs: list[str]) -> str:
     return "\n".join(lines + reqs) + "\n"
 
 
-def _split_torch(reqs: list[str]) -> tuple[str | None, list[str]]:
+def split_torch_pin(reqs: list[str]) -> tuple[str | None, list[str]]:
     """(torch's pin without a local tag, the other requirements)."""
     torch, rest = None, []
     for r in reqs:
@@ -401,7 +401,7 @@ def zip_folder(folder: Path, zip_path: Path, executables: tuple[str, ...] = (),
     return zip_path
 
 
-def _fresh(path: Path) -> Path:
+def fresh_folder(path: Path) -> Path:
     if path.exists():
         shutil.rmtree(path)
     path.mkdir(parents=True)

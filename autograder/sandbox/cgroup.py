@@ -48,7 +48,7 @@ def _stat(path: Path) -> dict[str, int]:
     return out
 
 
-def _own_paths(proc_cgroup: str) -> tuple[str | None, str | None]:
+def own_cgroup_paths(proc_cgroup: str) -> tuple[str | None, str | None]:
     """(v2 path, v1 memory path) of this process, from /proc/self/cgroup's text."""
     v2 = v1 = None
     for line in proc_cgroup.splitlines():
@@ -86,7 +86,7 @@ def memory_state(mount: Path = MOUNT, proc_cgroup: str | None = None) -> MemoryS
             proc_cgroup = Path("/proc/self/cgroup").read_text()
         except OSError:
             return None
-    v2, v1 = _own_paths(proc_cgroup)
+    v2, v1 = own_cgroup_paths(proc_cgroup)
     v1_base = mount / "memory"
     if v1 is not None and v1_base.is_dir():
         for folder in _candidates(v1_base, v1):
@@ -313,7 +313,7 @@ def make_group(name: str, mount: Path = MOUNT) -> Group | None:
         proc_cgroup = Path("/proc/self/cgroup").read_text()
     except OSError:
         return None
-    v2, v1 = _own_paths(proc_cgroup)
+    v2, v1 = own_cgroup_paths(proc_cgroup)
     tries: list[tuple[Path, int]] = []
     if v1 is not None and (mount / "memory").is_dir():
         tries += [(p, 1) for p in _candidates(mount / "memory", v1)[:1] + [mount / "memory"]]

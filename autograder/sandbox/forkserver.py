@@ -454,7 +454,7 @@ def main(control_fd: int, pid_namespaces: bool = True, view: list | None = None,
     # targets come with its first submission: `preload`).
     preload()
     prepare()
-    guard.isolated(worker._REFUSE_PROCESS, {}, "fork_exec")
+    guard.isolated(worker.REFUSE_PROCESS, {}, "fork_exec")
     sysconfig.get_paths()
     library_dirs()
 

@@ -136,7 +136,7 @@ def own_code() -> set[types.CodeType]:
     return found
 
 
-def _python_target(name: str, load: bool = True):
+def python_target(name: str, load: bool = True):
     """(owner, attribute, object) for a dotted `package.module.function`, or None. Without
     `load`, only modules already imported count."""
     parts = name.split(".")
@@ -370,7 +370,7 @@ def _python_level(built: Built, names: Sequence[str], plans: Sequence[Plan],
         code = code_of("routine", i)
         # A package the process has not imported is not imported for its target (SciPy's
         # take seconds): the target waits until it is (`pending`).
-        target = _python_target(dotted, load and dotted.split(".")[0] in sys.modules)
+        target = python_target(dotted, load and dotted.split(".")[0] in sys.modules)
         if target is None:
             if dotted not in done:
                 built.pending.append((code, dotted))
@@ -458,7 +458,7 @@ def prepare(ops: Iterable[str] = (), python: Iterable[str] = ()) -> None:
         _op_keys(op, True)
     implementations(ops)
     for name in python:
-        target = _python_target(name)
+        target = python_target(name)
         if target is not None and not isinstance(target[2], types.FunctionType):
             _homes(target[2])
     _run_operator()
@@ -478,7 +478,7 @@ def prebuild(names: Sequence[str], plans: Sequence[Plan], on_hit: Callable[[int]
     """Build what arming `names` takes (the kernels, the stand-ins, the refusing code) once, in
     the fork server: the workers it forks for the same names inherit it and only register."""
     key = _key(names, plans)
-    if key in _PREBUILT and any(_python_target(d, load=False) is not None
+    if key in _PREBUILT and any(python_target(d, load=False) is not None
                                 for _, d in _PREBUILT[key].pending):
         del _PREBUILT[key]
     if key not in _PREBUILT:
@@ -506,7 +506,7 @@ def install(names: Sequence[str], plans: Sequence[Plan], on_hit: Callable[[int],
     import torch
 
     built = _PREBUILT.pop(_key(names, plans), None)
-    if built is not None and any(_python_target(d, load=False) is not None
+    if built is not None and any(python_target(d, load=False) is not None
                                  for _, d in built.pending):
         built = None        # a module imported since it was built: build again
     if built is None:
@@ -570,7 +570,7 @@ def _late(built: Built, make: Callable | None) -> Callable[[str], None]:
                 return
             later = Built()
             for code, dotted in mine:
-                target = _python_target(dotted, load=False)
+                target = python_target(dotted, load=False)
                 if target is not None:
                     pending.remove((code, dotted))
                     _python_swaps(later, refusal, code, target, seen)
@@ -587,7 +587,7 @@ def _late(built: Built, make: Callable | None) -> Callable[[str], None]:
                     later = Built()
                     seen.clear()
                     for code, dotted in mine:
-                        target = _python_target(dotted, load=False)
+                        target = python_target(dotted, load=False)
                         if target is not None:
                             _python_swaps(later, refusal, code, target, seen)
             bypass.apply(later.swaps)

@@ -36,8 +36,9 @@ from .routines import Plan
 _exit = os._exit
 # `_posixsubprocess.fork_exec`'s stand-in: it raises the audit event the original lacks, so the
 # hook judges who asked (the student: hard evidence; a library: an error), and starts nothing.
-_REFUSE_PROCESS = ('def fork_exec(*args, **kwargs):\n    "@audit"("os.posix_spawn", None, None, None)\n'
-                   '    raise "@error"("the grader\'s worker starts no other process")\n')
+REFUSE_PROCESS = ('def fork_exec(*args, **kwargs):\n'
+                  '    "@audit"("os.posix_spawn", None, None, None)\n'
+                  '    raise "@error"("the grader\'s worker starts no other process")\n')
 ENGINE = "autograder"
 
 
@@ -56,7 +57,7 @@ def protect(tokens: dict | None = None, on_import=None) -> None:
     # multiprocessing use it): replaced by a refusal, and importing a fresh copy is refused.
     import _posixsubprocess
 
-    _posixsubprocess.fork_exec = guard.isolated(_REFUSE_PROCESS, {
+    _posixsubprocess.fork_exec = guard.isolated(REFUSE_PROCESS, {
         "@audit": sys.audit, "@error": PermissionError}, "fork_exec")
     audit.install(_exit, trusted=guard.own_code(), engine_classes=classes, tokens=tokens,
                   on_import=on_import)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from ..diagnose.variants import _Runner
+from ..diagnose.variants import VariantRunner
 from ..model.results import diagnoses
 from ..model.status import QuestionStatus
 
@@ -153,5 +153,5 @@ def evaluate(corpus: Path, grade: Callable[[Path], Any]) -> Evaluation:
         result = grade(path)
         ev.correct.append((path.name, sorted(diagnoses(result))))
         ev.internal += [f"{path.name}: {q}" for q in internal_errors(result)]
-    ev.variant_errors = dict(_Runner.errors)
+    ev.variant_errors = dict(VariantRunner.errors)
     return ev

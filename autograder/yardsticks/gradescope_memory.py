@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..sandbox import procfs
-from ..sandbox.cgroup import MOUNT, _own_paths
+from ..sandbox.cgroup import MOUNT, own_cgroup_paths
 
 
 class TreeMemory:
@@ -65,7 +65,7 @@ class MemoryCgroup:
     def create(cls, limit_bytes: int | None = None,
                mount: Path = MOUNT) -> tuple["MemoryCgroup | None", str]:
         """(the cgroup, "") or (None, why none could be made)."""
-        v2, v1 = _own_paths(Path("/proc/self/cgroup").read_text())
+        v2, v1 = own_cgroup_paths(Path("/proc/self/cgroup").read_text())
         name = f"autograder-measure-{os.getpid()}-{time.monotonic_ns()}"
         if v1 is not None and (mount / "memory").is_dir():
             folder, version = mount / "memory" / v1.lstrip("/") / name, 1

@@ -268,7 +268,7 @@ def test_a_hostile_git_config_runs_nothing(tmp_path):
     assert content == CORRECT.read_bytes()
     # A missing object would make git fetch from the promisor remote: it must not.
     with pytest.raises(git_history.HistoryError):
-        git_history._git(repo, ["cat-file", "blob", "1" * 40])
+        git_history.run_git(repo, ["cat-file", "blob", "1" * 40])
     assert not marker.exists()
 
 

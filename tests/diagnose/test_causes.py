@@ -163,8 +163,8 @@ def test_two_settings_of_one_knob_do_not_combine():
     a = family.mistake("a", name="a", hint="h", norm="pre")
     b = family.mistake("b", name="b", hint="h", norm="after")
     c = family.mistake("c", name="c", hint="h", act="gelu")
-    assert causes._merge([(a, 0), (b, 0)]) is None
-    merged = causes._merge([(a, 0), (c, 0)])
+    assert causes.merged_replacements([(a, 0), (b, 0)]) is None
+    merged = causes.merged_replacements([(a, 0), (c, 0)])
     assert merged["f"](None, None) == {"norm": "pre", "act": "gelu"}
 
 

@@ -30,7 +30,7 @@ from autograder.yardsticks.bundle_check import bundle_assignment, public_places
 from autograder.diagnose.portable import catalogue_data, catalogue_from_data, from_spec, to_spec
 from autograder.diagnose.session import Session
 from autograder.diagnose.table import MAGIC, MistakeTable
-from autograder.diagnose.variants import _Runner
+from autograder.diagnose.variants import VariantRunner
 from autograder.checking.context import CheckContext, Mode, Recording
 from autograder.grading.grade import check_in_process
 from autograder.grading.runner import load_question_file, run_question
@@ -199,8 +199,8 @@ def test_an_outcome_the_table_lacks_leaves_the_case_unnamed(monkeypatch):
         return None if "+" in variant else real(self, record_key, variant, grads)
 
     monkeypatch.setattr(MistakeTable, "outcome", singles_only)
-    monkeypatch.setattr(_Runner, "_outcomes", {})     # outcomes already read are cached
-    monkeypatch.setattr(_Runner, "_stacks", {})
+    monkeypatch.setattr(VariantRunner, "_outcomes", {})     # outcomes already read are cached
+    monkeypatch.setattr(VariantRunner, "_stacks", {})
     block = check_in_process(assignment, path).questions["block"]
     failing = [c for c in block.cases if c.status != "passed"]
     assert failing and not any(c.diagnosis for c in failing), [c.diagnosis for c in failing]

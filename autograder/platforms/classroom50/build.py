@@ -15,7 +15,7 @@ from pathlib import Path
 from ...model.assignment import Assignment
 from ..notebook.build import student_assignment_dir
 from ...model.project import ENGINE_DIR
-from ..bundle import (STUDENT_EXTRA, TORCH_CPU_INDEX, _fresh, student_requirements,
+from ..bundle import (STUDENT_EXTRA, TORCH_CPU_INDEX, fresh_folder, student_requirements,
                      write_assignment_folder, write_engine)
 
 TEMPLATE = ENGINE_DIR / "platforms" / "classroom50" / "autograder_script.py"
@@ -55,7 +55,7 @@ WITH_HIDDEN = ("**Warning: hidden cases and the reference implementation are inc
 
 def write_classroom50(assignment: Assignment, dest: Path, *, hidden: bool = False) -> Path:
     """The Classroom 50 folder in `dest` (a fresh folder)."""
-    _fresh(dest)
+    fresh_folder(dest)
     write_engine(dest)
     adir = student_assignment_dir(assignment)
     write_assignment_folder(assignment, dest / adir, hidden=hidden, reference=hidden)

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from ...model.assignment import Assignment
 from ..notebook.build import student_assignment_dir
-from ..bundle import (TORCH_CPU_INDEX, BuildError, _split_torch, gradescope_settings, pinned_requirements,
-                     write_assignment_folder, write_engine, zip_folder)
+from ..bundle import (TORCH_CPU_INDEX, BuildError, gradescope_settings, pinned_requirements,
+                     split_torch_pin, write_assignment_folder, write_engine, zip_folder)
 
 SETUP_SH = """\
 #!/usr/bin/env bash
@@ -194,7 +194,7 @@ def build_gradescope(assignment: Assignment, out: Path) -> Path:
         write_engine(src)
         adir = student_assignment_dir(assignment)
         write_assignment_folder(assignment, src / adir, hidden=True, reference=True)
-        torch, rest = _split_torch(pinned_requirements())
+        torch, rest = split_torch_pin(pinned_requirements())
         (src / "requirements.txt").write_text(
             "# Installed by setup.sh after torch (CPU build). Pinned as in constraints.txt.\n"
             + "\n".join(rest) + "\n")

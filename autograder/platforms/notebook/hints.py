@@ -97,9 +97,9 @@ def plain_messages() -> None:
     any other exception as otter shows it. Installed once, where otter runs the question files
     itself (the notebook's `grader.check`, otter's own grading)."""
     try:
-        from ...grading.questions import _import_otter_test_files
+        from ...grading.questions import import_otter_test_files
 
-        ExceptionTestFile = _import_otter_test_files()
+        ExceptionTestFile = import_otter_test_files()
     except ImportError:
         return
     original = ExceptionTestFile._generate_error_message

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ...model.assignment import Assignment
 from ...model.project import normalize
-from ..bundle import (TORCH_CPU_INDEX, BuildError, _split_torch, gradescope_settings,
+from ..bundle import (TORCH_CPU_INDEX, BuildError, split_torch_pin, gradescope_settings,
                      pinned_requirements, write_assignment_folder, write_engine)
 
 
@@ -33,7 +33,7 @@ def build_otter(assignment: Assignment, out: Path) -> Path:
         files = sorted(p.name for p in stage.iterdir() if p.name != "tests")
         if any((stage / f).is_file() and f.endswith(".py") for f in files):
             raise BuildError("a loose .py file would break otter's .py submissions")
-        torch, rest = _split_torch(pinned_requirements())
+        torch, rest = split_torch_pin(pinned_requirements())
         (stage / "requirements.txt").write_text(
             "\n".join([f"--extra-index-url {TORCH_CPU_INDEX}"] + ([torch] if torch else [])
                       + [r for r in rest if not normalize(r).startswith("otter-grader")]) + "\n")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ...model.assignment import Assignment
 from ..notebook.build import notebook_text, student_assignment_dir
-from ..bundle import (_fresh, student_requirements, student_requirements_text,
+from ..bundle import (fresh_folder, student_requirements, student_requirements_text,
                      write_assignment_folder, write_engine, zip_folder)
 
 STUDENT_README = """\
@@ -101,7 +101,7 @@ def shipped_files(assignment: Assignment, bundle: dict[str, bytes] | None = None
 
 def write_student_bundle(assignment: Assignment, dest: Path) -> Path:
     """The student bundle's files in `dest` (a fresh folder)."""
-    _fresh(dest)
+    fresh_folder(dest)
     py, nb = answer_files(assignment)
     shutil.copyfile(assignment.template, dest / py)
     (dest / nb).write_text(notebook_text(assignment))
