@@ -77,11 +77,7 @@ def feedback_markdown(result: SubmissionResult, title: str,
                 lines.append(f"- ✅ {c.tag} *{md(c.name)}*")
                 continue
             lines.append(f"- ❌ {c.tag} *{md(c.name)}*: {text(c.first_line)}")
-            lines += [f"  - {md(more)}" for more in c.more_lines]
-            if c.hint:
-                lines.append(f"  - 💡 {text(c.hint)}")
-            if c.repeats:
-                lines.append(f"  - {c.repeats_line}")
+            lines += c.tail_lines("  - ", "  - 💡 ", "  - ", shown=md, hint_shown=text)
         for n in view.notes:
             lines.append(f"- {text(n)}")
         lines.append("")

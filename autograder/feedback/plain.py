@@ -12,10 +12,6 @@ def question_feedback(q: QuestionResult) -> str:
     lines = []
     for c in render_question(q).failing:
         lines.append(f"{c.tag} '{c.name}': {c.first_line}")
-        lines += [f"    {more}" for more in c.more_lines]
-        if c.hint:
-            lines.append(f"  {c.hint}")
-        if c.repeats:
-            lines.append(f"  {c.repeats_line}")
+        lines += c.tail_lines("    ", "  ", "  ")
     lines += q.notes
     return "\n".join(lines)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Callable
 
 from ..model.results import QuestionResult
 from ..model.status import CaseStatus, QuestionStatus
@@ -56,6 +57,18 @@ class CaseView:
     @property
     def repeats_line(self) -> str:
         return f"(and {self.repeats} more case(s) with the same problem)" if self.repeats else ""
+
+    def tail_lines(self, more: str, hint: str, repeats: str, *,
+                   shown: Callable[[str], str] = str,
+                   hint_shown: Callable[[str], str] | None = None) -> list[str]:
+        """What every output prints under the first line: the further lines, the hint and the
+        repeats line, each after that output's prefix and through its escaping."""
+        lines = [f"{more}{shown(m)}" for m in self.more_lines]
+        if self.hint:
+            lines.append(f"{hint}{(hint_shown or shown)(self.hint)}")
+        if self.repeats:
+            lines.append(f"{repeats}{self.repeats_line}")
+        return lines
 
 
 @dataclass

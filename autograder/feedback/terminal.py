@@ -34,11 +34,7 @@ def question_lines(q: QuestionResult, *, show_passed: bool = False,
             continue
         tag = "hidden" if c.hidden else "case"
         lines.append(f"       {tag:<6} '{visible(c.name)}': {visible(c.first_line)}")
-        lines += [f"                 {visible(more)}" for more in c.more_lines]
-        if c.hint:
-            lines.append(f"             {visible(c.hint)}")
-        if c.repeats:
-            lines.append(f"             {c.repeats_line}")
+        lines += c.tail_lines(" " * 17, " " * 13, " " * 13, shown=visible)
     lines += [f"       {visible(n)}" for n in view.notes]
     return lines
 

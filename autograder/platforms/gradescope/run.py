@@ -72,11 +72,7 @@ def question_output(q: dict, *, qid: str = "", public_only: bool = False) -> str
             continue
         if c.message:
             lines.append(f"       {c.first_line}")
-            lines += [f"           {more}" for more in c.more_lines]
-        if c.hint:
-            lines.append(f"       {c.hint}")
-        if c.repeats:
-            lines.append(f"       {c.repeats_line}")
+        lines += c.tail_lines(" " * 11, " " * 7, " " * 7)
     if not view.cases and q.get("feedback"):
         lines.append(q["feedback"])
     return "\n".join(lines + view.notes)
@@ -133,11 +129,7 @@ def to_gradescope(submission: dict, *, visibility: str = DEFAULT_HIDDEN_VISIBILI
             out.append(f"\n{qid}: {passed}/{total} public cases pass")
             for c in view.failing:
                 out.append(f"  {c.tag} '{c.name}': {c.first_line}")
-                out += [f"      {more}" for more in c.more_lines]
-                if c.hint:
-                    out.append(f"    {c.hint}")
-                if c.repeats:
-                    out.append(f"    {c.repeats_line}")
+                out += c.tail_lines(" " * 6, " " * 4, " " * 4)
     return _shown({
         "score": round(float(sum(t["score"] for t in tests)), 6),
         "output": "\n".join(out),
