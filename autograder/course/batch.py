@@ -434,6 +434,7 @@ _process_grader: _Grader | None = None
 
 
 def _start_process(grader: _Grader, slots) -> None:
+    import gc
     import multiprocessing.util
     import signal
 
@@ -452,6 +453,9 @@ def _start_process(grader: _Grader, slots) -> None:
     except Exception:  # noqa: BLE001 - raised again by the first grade, in the main process
         pass
     from ..grading import grade  # noqa: F401
+    # What is imported by now (torch above all) lives as long as the process: the garbage
+    # collector's full passes need not scan it again for every submission.
+    gc.freeze()
     multiprocessing.util.Finalize(None, grader.close, exitpriority=10)
 
 
