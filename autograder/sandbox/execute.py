@@ -24,6 +24,7 @@ import linecache
 import os
 import sys
 import traceback
+from collections.abc import Mapping
 from typing import Any, Callable
 
 import numpy as np
@@ -615,6 +616,10 @@ def index_into(value: Any, step: Any) -> Any:
     `value[step]` (so a tensor's row where an output of another structure has one)."""
     if isinstance(step, Field):
         return value.fields[step] if isinstance(value, Record) else getattr(value, step)
+    if isinstance(step, str) and not isinstance(value, Mapping):
+        # A key where the output has no dict: torch would read the key as a sequence of
+        # indices (deprecated, and another meaning in later versions).
+        raise KeyError(step)
     return value[step]
 
 
