@@ -2,12 +2,10 @@
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any
 
-import numpy as np
-import torch
-
-from ..sandbox.wire import Opaque, Record
+from ..sandbox.values import Opaque, Record
 
 
 def fmt_shape(shape) -> str:
@@ -43,9 +41,13 @@ def fmt_index(idx) -> str:
 
 def describe_type(value: Any) -> str:
     """What a value is, in a few words ("a tensor of shape (2, 3)", "a dict", "None")."""
-    if isinstance(value, torch.Tensor):
+    # A tensor or an array can only exist where torch or NumPy is loaded: neither is imported
+    # here, so a process that only reads results (the class run's main process, unpickling
+    # problems) never pays for torch's import.
+    torch, np = sys.modules.get("torch"), sys.modules.get("numpy")
+    if torch is not None and isinstance(value, torch.Tensor):
         return f"a tensor of shape {fmt_shape(value.shape)}"
-    if isinstance(value, np.ndarray):
+    if np is not None and isinstance(value, np.ndarray):
         return f"a NumPy array of shape {fmt_shape(value.shape)}"
     if isinstance(value, Record):
         noun = "a namedtuple" if value.kind == Record.NAMEDTUPLE else "a dataclass"
@@ -61,6 +63,6 @@ def describe_type(value: Any) -> str:
     if isinstance(value, Opaque):
         name = value.type_name
         return f"a {name}" if " " in name else f"an object of type {name}"
-    if isinstance(value, np.generic):   # said as the Python number it stands for
+    if np is not None and isinstance(value, np.generic):   # said as the Python number
         value = value.item()
     return f"a {type(value).__name__}"

@@ -72,7 +72,7 @@ class ClassRun:
     repository_flags: list[dict] = field(default_factory=list)  # {"student", "why"}
     term_columns: list[dict] = field(default_factory=list)      # roster id, due-date columns
     similarity: Any = None              # the report's similarity section
-    reports: dict[str, Any] = field(default_factory=dict)       # file kind -> path(s)
+    reports: dict[str, Any] = field(default_factory=dict)       # files written; grades.json's data
     gradebook: Path | None = None
     delivery: dict[str, Any] | None = None
     json: Path | None = None
@@ -168,9 +168,13 @@ def _json(run: ClassRun) -> Path:
 
     from ..feedback.contract import results_json
 
-    data = results_json(run.assignment.name, run.results)
-    for row, more in zip(data["submissions"], run.term_columns or []):
-        row.update(more)   # roster identifier, due-date columns
+    if "results" in run.reports:
+        # grades.json's rows, made once: the same but for its repository flags.
+        data = {k: v for k, v in run.reports["results"].items() if k != "flags"}
+    else:
+        data = results_json(run.assignment.name, run.results)
+        for row, more in zip(data["submissions"], run.term_columns or []):
+            row.update(more)   # roster identifier, due-date columns
     path = Path(run.options.json_path)
     path.write_text(json.dumps(data, indent=2))
     return path

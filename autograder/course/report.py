@@ -311,6 +311,6 @@ def write_reports(out: Path, assignment: Assignment, results: list[SubmissionRes
                                                    flags or [], similarity, standings,
                                                    late_policy, decisions,
                                                    _descriptions(out, assignment)))
-    return {"csv": out / "grades.csv", "json": out / "grades.json",
+    return {"csv": out / "grades.csv", "json": out / "grades.json", "results": data,
             "html": out / "report.html", "feedback": fb_dir,
             "feedback_files": [out / Path(f).with_suffix(".md") for f in feedback_files]}
