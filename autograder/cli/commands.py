@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 
 from ..model.assignment import load_assignment
@@ -128,9 +129,7 @@ def cmd_grade(args) -> int:
     # found" note. Building it reads the question files, so not with --share-torch, whose
     # fork server must be forked from a process that has read nothing private.
     if not args.share_torch and any(os.path.isdir(p) for p in args.paths):
-        from ..platforms.build import bundle_files
-
-        bundle = bundle_files(assignment)
+        bundle = _BundleFiles(assignment)
     options = class_run.RunOptions(
         out=out, jobs=args.jobs or None, sandbox=args.sandbox, limits=limits,
         questions=args.question or None, public_only=args.public_only,
@@ -169,6 +168,32 @@ def cmd_grade(args) -> int:
     from .class_output import print_run
 
     return print_run(run, args)
+
+
+class _BundleFiles(Mapping):
+    """The student bundle's files ({path: content}), built on first use: only a student folder
+    holding more than its answer file needs them, and building them (a fifth of a second)
+    would otherwise delay every run's first grading process."""
+
+    def __init__(self, assignment):
+        self._assignment = assignment
+        self._files: dict[str, bytes] | None = None
+
+    def _built(self) -> dict[str, bytes]:
+        if self._files is None:
+            from ..platforms.build import bundle_files
+
+            self._files = bundle_files(self._assignment)
+        return self._files
+
+    def __getitem__(self, path: str) -> bytes:
+        return self._built()[path]
+
+    def __iter__(self):
+        return iter(self._built())
+
+    def __len__(self) -> int:
+        return len(self._built())
 
 
 def _shipped_files(assignment, bundle):

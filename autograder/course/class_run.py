@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from ..model.assignment import Assignment
 from ..model.limits import Limits
@@ -49,8 +49,8 @@ class RunOptions:
     deliver: bool = False               # feedback commits and messages (needs `out`)
     json_path: Path | None = None       # the JSON contract, anywhere
     argv: list[str] | None = None       # the command that made the run (kept with hand grades)
-    bundle: dict | None = None          # the student bundle's files (repositories made from
-                                        # it: its own files are not submissions)
+    # The student bundle's files (repositories made from it: its own files are not submissions).
+    bundle: Mapping[str, bytes] | None = None
     # The bundle's files students must not change, by path: made only when a submission is a
     # repository (the entry point knows how: `platforms.student`).
     shipped: Callable[[], dict[str, bytes]] | None = None

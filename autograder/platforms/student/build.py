@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
 from ...model.assignment import Assignment
@@ -89,7 +90,7 @@ def bundle_files(assignment: Assignment) -> dict[str, bytes]:
                 for f in sorted(dest.rglob("*")) if f.is_file()}
 
 
-def shipped_files(assignment: Assignment, bundle: dict[str, bytes] | None = None
+def shipped_files(assignment: Assignment, bundle: Mapping[str, bytes] | None = None
                   ) -> dict[str, bytes]:
     """Every file of the student bundle that students must not change (all but the two they
     fill in): the workflow, the engine copy, the assignment folder, requirements and README.
