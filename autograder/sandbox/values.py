@@ -54,7 +54,7 @@ class Record:
     def __len__(self) -> int:
         return len(self._positional())
 
-    def __reduce__(self):   # copies (never a decoding path: wire trees are decoded above)
+    def __reduce__(self):   # copies (never a decoding path: `wire.decode` reads wire trees)
         return (Record, (self.kind, self.type_name, self.fields))
 
     def __repr__(self) -> str:
