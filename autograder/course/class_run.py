@@ -12,9 +12,10 @@ here, in order. The caller prints from them; nothing here prints.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable
 
 from ..model.assignment import Assignment
 from ..model.limits import Limits
