@@ -451,15 +451,22 @@ def _start_process(grader: _Grader, slots) -> None:
         grader.slot = slots.value
         slots.value += 1
     _process_grader = grader
-    # The fork server imports torch while this process does the same for the comparisons.
+    # No collection while torch and the engine are imported: the passes cost about a sixth of
+    # the import's CPU, at the start of a run, when four processes import torch on the cores.
+    # What little garbage the imports leave is frozen with the rest.
+    gc.disable()
     try:
-        grader.start_sandbox()
-    except Exception:  # noqa: BLE001 - raised again by the first grade, in the main process
-        pass
-    from ..grading import grade  # noqa: F401
-    # What is imported by now (torch above all) lives as long as the process: the garbage
-    # collector's full passes need not scan it again for every submission.
-    gc.freeze()
+        # The fork server imports torch while this process does the same for the comparisons.
+        try:
+            grader.start_sandbox()
+        except Exception:  # noqa: BLE001 - raised again by the first grade, in the main process
+            pass
+        from ..grading import grade  # noqa: F401
+    finally:
+        # What is imported by now (torch above all) lives as long as the process: the garbage
+        # collector's full passes need not scan it again for every submission.
+        gc.freeze()
+        gc.enable()
     multiprocessing.util.Finalize(None, grader.close, exitpriority=10)
     # Registered after torch's own handlers, so run before them: the process ends once the
     # pool's finalizers (the sandbox's close above) have run, without the interpreter's

@@ -169,15 +169,19 @@ def _json(run: ClassRun) -> Path:
 
     from ..feedback.contract import results_json
 
+    text = None
     if "results" in run.reports:
-        # grades.json's rows, made once: the same but for its repository flags.
+        # grades.json's rows, made once: the same but for its repository flags (and, when
+        # there are none, grades.json's very text, indented JSON being slow to make).
         data = {k: v for k, v in run.reports["results"].items() if k != "flags"}
+        if "flags" not in run.reports["results"]:
+            text = run.reports.get("results_text")
     else:
         data = results_json(run.assignment.name, run.results)
         for row, more in zip(data["submissions"], run.term_columns or []):
             row.update(more)   # roster identifier, due-date columns
     path = Path(run.options.json_path)
-    path.write_text(json.dumps(data, indent=2))
+    path.write_text(text if text is not None else json.dumps(data, indent=2))
     return path
 
 

@@ -306,11 +306,13 @@ def write_reports(out: Path, assignment: Assignment, results: list[SubmissionRes
         row.update(more)
     if flags:
         data["flags"] = flags
-    _write_atomic(out / "grades.json", json.dumps(data, indent=2))
+    text = json.dumps(data, indent=2)
+    _write_atomic(out / "grades.json", text)
     _write_atomic(out / "report.html", html_report(assignment, results, feedback_files,
                                                    flags or [], similarity, standings,
                                                    late_policy, decisions,
                                                    _descriptions(out, assignment)))
     return {"csv": out / "grades.csv", "json": out / "grades.json", "results": data,
+            "results_text": text,
             "html": out / "report.html", "feedback": fb_dir,
             "feedback_files": [out / Path(f).with_suffix(".md") for f in feedback_files]}
