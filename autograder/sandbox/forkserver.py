@@ -386,18 +386,27 @@ class ForkServer:
         forked later share it."""
         from .evidence import exit_code
         from .execute import STOP_CODES, tripwire_module
-        from .guard import prebuild, prepare
+        from .guard import arming_key, drop_ahead, prebuild, prepare, register_ahead
         from .routines import Plan
 
+        # What is imported and looked up below must meet torch's own kernels.
+        ahead = drop_ahead()
         names = [str(n) for n in req.get("names", [])[:256]]
         loaded = [tripwire_module(n) for n in names]
         prepare([str(o) for o in req.get("ops", [])[:512]], names)
         arming = req.get("arming")
         if isinstance(arming, dict):
-            # What a submission's first worker refuses: built once here, for every fork.
-            prebuild([str(n) for n in arming.get("names", [])],
-                     [Plan.from_json(p) for p in arming.get("plans", [])], os._exit, exit_code,
-                     STOP_CODES)
+            # What a submission's first worker refuses: built once here, and registered here,
+            # dormant, for every fork.
+            first = [str(n) for n in arming.get("names", [])]
+            plans = [Plan.from_json(p) for p in arming.get("plans", [])]
+            prebuild(first, plans, os._exit, exit_code, STOP_CODES)
+            ahead = arming_key(first, plans)
+        if ahead is not None:
+            register_ahead(ahead)
+        from .worker import engine_classes
+
+        engine_classes()      # any engine module imported by now
         import gc
 
         gc.collect()
@@ -461,6 +470,7 @@ def main(control_fd: int, pid_namespaces: bool = True, view: list | None = None,
     preload()
     prepare()
     guard.isolated(worker.REFUSE_PROCESS, {}, "fork_exec")
+    worker.engine_classes()
     sysconfig.get_paths()
     library_dirs()
 

@@ -207,9 +207,19 @@ def _originals(overload: str, key: str) -> Callable | None:
     if get is None:
         return None
     try:
-        return get(f"aten::{overload}", key).call_boxed
+        found = get(f"aten::{overload}", key).call_boxed
     except (RuntimeError, AttributeError):
-        return None
+        # Once registrations made ahead are dropped (`drop_ahead`), torch no longer hands out
+        # a few kernels it takes from a composite (`_sparse_softmax.int` at
+        # AutogradNestedTensor; its dispatch table reads as before): the one first found stands.
+        return _TORCH_KERNELS.get((overload, key))
+    _TORCH_KERNELS.setdefault((overload, key), found)
+    return found
+
+
+# torch's own kernels as first looked up, in the fork server, before anything was registered
+# there; emptied in the worker once its refusals are built (`install`), like the builds.
+_TORCH_KERNELS: dict[tuple[str, str], Callable] = {}
 
 
 _OP_KEYS: dict[tuple[str, bool], list[tuple[str, tuple[str, ...]]]] = {}
@@ -473,6 +483,61 @@ def _key(names: Sequence[str], plans: Sequence[Plan]) -> tuple:
     return tuple(names), repr([p.to_json() for p in plans])
 
 
+arming_key = _key
+
+
+# Registrations made ahead in the fork server (`register_ahead`) for the arming most workers
+# get (a submission's first worker refuses every question's routines): {key: the libraries that
+# hold them}, one arming at most. They are dormant there (the fork server's refusals never
+# hold); a worker armed the same way inherits them through the fork and keeps them (`install`),
+# any other worker drops them first. Anything that reads torch's kernels (a build, a lookup of
+# keys) runs with them dropped: it must see torch's own.
+_AHEAD: dict[tuple, list] = {}
+
+
+def drop_ahead() -> tuple | None:
+    """Take back the registrations made ahead (each library's registrations end with it):
+    torch's own kernels are in place again. Returns the arming's key, if there was one."""
+    key = None
+    while _AHEAD:
+        key, libraries = _AHEAD.popitem()
+        libraries.clear()
+    return key
+
+
+def register_ahead(key: tuple) -> bool:
+    """In the fork server, after `prebuild`: register the kernels of the arming `key`
+    (`arming_key`) in this process,
+    so that every worker forked for the same arming inherits them instead of registering them
+    again (about 5 ms of a worker's start, most of it copying the dispatcher's pages). False
+    (nothing registered) where that cannot be done: the workers then register their own."""
+    import torch
+
+    if key in _AHEAD:
+        return True
+    drop_ahead()
+    built = _PREBUILT.get(key)
+    make = getattr(torch._C, "_dispatch_library", None)
+    if built is None or make is None or built.problems:
+        return False
+    libraries: list = []
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "overriding a previously registered kernel"
+            if built.registrations:
+                libraries.append(make("IMPL", "aten", "", "<forbidden routine>", 0))
+                for overload, dispatch_key, kernel in built.registrations:
+                    libraries[-1].impl(overload, dispatch_key, kernel, True)
+            if built.run_kernel is not None:
+                libraries.append(make("IMPL", NAMESPACE, "", "<forbidden routine>", 0))
+                libraries[-1].impl("run", "CPU", built.run_kernel, False)
+    except Exception:  # noqa: BLE001 - whatever the registration raised: workers register
+        libraries.clear()
+        return False
+    _AHEAD[key] = libraries
+    return True
+
+
 def prebuild(names: Sequence[str], plans: Sequence[Plan], on_hit: Callable[[int], Any],
              code_of: Callable[[str, int], int], stop: Iterable[Any] = ()) -> None:
     """Build what arming `names` takes (the kernels, the stand-ins, the refusing code) once, in
@@ -505,14 +570,21 @@ def install(names: Sequence[str], plans: Sequence[Plan], on_hit: Callable[[int],
 
     import torch
 
-    built = _PREBUILT.pop(_key(names, plans), None)
+    key = _key(names, plans)
+    ahead = _AHEAD.pop(key, None)
+    drop_ahead()            # another arming's registrations: torch's own kernels back
+    built = _PREBUILT.pop(key, None)
     if built is not None and any(python_target(d, load=False) is not None
                                  for _, d in built.pending):
         built = None        # a module imported since it was built: build again
     if built is None:
+        if ahead is not None:
+            ahead.clear()   # made for the stale build: dropped before the build reads kernels
+            ahead = None
         built = _build(names, plans, on_hit, code_of, armed_state.reader(isolated),
                        dormant=True, tokens=None, stop=stop, load=True)
     _PREBUILT.clear()       # nothing of the other builds stays in the worker
+    _TORCH_KERNELS.clear()  # nor torch's kernels: only the refusing kernels hold them
     tokens = built.tokens
     make = getattr(torch._C, "_dispatch_library", None)
     late = _late(built, make)
@@ -523,13 +595,17 @@ def install(names: Sequence[str], plans: Sequence[Plan], on_hit: Callable[[int],
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # "overriding a previously registered kernel"
-            if built.registrations:
+            if ahead is not None:
+                # Registered in the fork server, inherited: kept for good, like those below.
+                while ahead:
+                    ctypes.pythonapi.Py_IncRef(ctypes.py_object(ahead.pop()))
+            elif built.registrations:
                 lib = make("IMPL", "aten", "", "<forbidden routine>", 0)
                 for overload, key, kernel in built.registrations:
                     lib.impl(overload, key, kernel, True)
                 ctypes.pythonapi.Py_IncRef(ctypes.py_object(lib))
                 del lib
-            if built.run_kernel is not None:
+            if built.run_kernel is not None and ahead is None:
                 lib = make("IMPL", NAMESPACE, "", "<forbidden routine>", 0)
                 lib.impl("run", "CPU", built.run_kernel, False)
                 ctypes.pythonapi.Py_IncRef(ctypes.py_object(lib))
