@@ -507,10 +507,10 @@ def drop_ahead() -> tuple | None:
 
 def register_ahead(key: tuple) -> bool:
     """In the fork server, after `prebuild`: register the kernels of the arming `key`
-    (`arming_key`) in this process,
-    so that every worker forked for the same arming inherits them instead of registering them
-    again (about 5 ms of a worker's start, most of it copying the dispatcher's pages). False
-    (nothing registered) where that cannot be done: the workers then register their own."""
+    (`arming_key`) in this process, so that every worker forked for the same arming inherits
+    them instead of registering them again (about 5 ms of a worker's start, most of it copying
+    the dispatcher's pages). False (nothing registered) where that cannot be done: the workers
+    then register their own."""
     import torch
 
     if key in _AHEAD:
