@@ -185,7 +185,7 @@ def test_benchmark_smoke_run(tmp_path):
     """The smallest benchmark: a class of 4, no otter sample, one timing of each; it finishes
     and reports a rate and a peak memory for the class it graded."""
     r = run_cli("benchmark", "-a", "attention", "--n", "4", "--otter-sample", "0", "--jobs",
-                "1", "--repeats", "1", timeout=1200)
+                "1", "--repeats", "1", "--class-runs", "1", timeout=1200)
     assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
     assert re.search(r"submissions/s", r.stdout), r.stdout
     assert re.search(r"peak", r.stdout, re.I), r.stdout

@@ -393,6 +393,7 @@ def cmd_benchmark(args) -> int:
         return run_similarity(args.assignment, corpus, args.n)
     return run(args.assignment, corpus, args.n, args.jobs or os.cpu_count() or 1,
                args.otter_sample, repeats=max(1, args.repeats),
+               class_runs=max(1, args.class_runs),
                gradescope_limit=args.gradescope_limit)
 
 

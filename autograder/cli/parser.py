@@ -123,6 +123,9 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--otter-sample", type=int, default=3)
     m.add_argument("--repeats", type=int, default=5,
                    help="timings of `check` and of `import torch` to take the median of")
+    m.add_argument("--class-runs", type=int, default=3,
+                   help="runs of the class (and of the small class of the fixed cost) to take "
+                        "the median of")
     m.add_argument("--gradescope-limit", type=int, default=0, metavar="MIB",
                    help="also grade a correct submission holding a 400 MB tensor under this "
                         "container memory limit (Gradescope's default: 768)")
