@@ -479,11 +479,26 @@ def prepare(ops: Iterable[str] = (), python: Iterable[str] = ()) -> None:
 _PREBUILT: dict[tuple, Built] = {}
 
 
-def _key(names: Sequence[str], plans: Sequence[Plan]) -> tuple:
+def arming_key(names: Sequence[str], plans: Sequence[Plan]) -> tuple:
+    """What identifies an arming: the names refused and their plans."""
     return tuple(names), repr([p.to_json() for p in plans])
 
 
-arming_key = _key
+def _register(built: Built, make: Callable) -> list:
+    """Register `built`'s kernels (refusing and watching kernels at torch's operators, the
+    grader's operator's kernel); returns the libraries that hold them (each library's
+    registrations end with it)."""
+    libraries: list = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "overriding a previously registered kernel"
+        if built.registrations:
+            libraries.append(make("IMPL", "aten", "", "<forbidden routine>", 0))
+            for overload, key, kernel in built.registrations:
+                libraries[-1].impl(overload, key, kernel, True)
+        if built.run_kernel is not None:
+            libraries.append(make("IMPL", NAMESPACE, "", "<forbidden routine>", 0))
+            libraries[-1].impl("run", "CPU", built.run_kernel, False)
+    return libraries
 
 
 # Registrations made ahead in the fork server (`register_ahead`) for the arming most workers
@@ -520,21 +535,10 @@ def register_ahead(key: tuple) -> bool:
     make = getattr(torch._C, "_dispatch_library", None)
     if built is None or make is None or built.problems:
         return False
-    libraries: list = []
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # "overriding a previously registered kernel"
-            if built.registrations:
-                libraries.append(make("IMPL", "aten", "", "<forbidden routine>", 0))
-                for overload, dispatch_key, kernel in built.registrations:
-                    libraries[-1].impl(overload, dispatch_key, kernel, True)
-            if built.run_kernel is not None:
-                libraries.append(make("IMPL", NAMESPACE, "", "<forbidden routine>", 0))
-                libraries[-1].impl("run", "CPU", built.run_kernel, False)
+        _AHEAD[key] = _register(built, make)
     except Exception:  # noqa: BLE001 - whatever the registration raised: workers register
-        libraries.clear()
         return False
-    _AHEAD[key] = libraries
     return True
 
 
@@ -542,7 +546,7 @@ def prebuild(names: Sequence[str], plans: Sequence[Plan], on_hit: Callable[[int]
              code_of: Callable[[str, int], int], stop: Iterable[Any] = ()) -> None:
     """Build what arming `names` takes (the kernels, the stand-ins, the refusing code) once, in
     the fork server: the workers it forks for the same names inherit it and only register."""
-    key = _key(names, plans)
+    key = arming_key(names, plans)
     if key in _PREBUILT and any(python_target(d, load=False) is not None
                                 for _, d in _PREBUILT[key].pending):
         del _PREBUILT[key]
@@ -570,7 +574,7 @@ def install(names: Sequence[str], plans: Sequence[Plan], on_hit: Callable[[int],
 
     import torch
 
-    key = _key(names, plans)
+    key = arming_key(names, plans)
     ahead = _AHEAD.pop(key, None)
     drop_ahead()            # another arming's registrations: torch's own kernels back
     built = _PREBUILT.pop(key, None)
@@ -593,23 +597,11 @@ def install(names: Sequence[str], plans: Sequence[Plan], on_hit: Callable[[int],
     if (built.registrations or built.run_kernel) and make is None:
         return 0, tokens, late
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # "overriding a previously registered kernel"
-            if ahead is not None:
-                # Registered in the fork server, inherited: kept for good, like those below.
-                while ahead:
-                    ctypes.pythonapi.Py_IncRef(ctypes.py_object(ahead.pop()))
-            elif built.registrations:
-                lib = make("IMPL", "aten", "", "<forbidden routine>", 0)
-                for overload, key, kernel in built.registrations:
-                    lib.impl(overload, key, kernel, True)
-                ctypes.pythonapi.Py_IncRef(ctypes.py_object(lib))
-                del lib
-            if built.run_kernel is not None and ahead is None:
-                lib = make("IMPL", NAMESPACE, "", "<forbidden routine>", 0)
-                lib.impl("run", "CPU", built.run_kernel, False)
-                ctypes.pythonapi.Py_IncRef(ctypes.py_object(lib))
-                del lib
+        # Registered here, or in the fork server and inherited through the fork: kept for good
+        # by a reference count that no Python object owns.
+        libraries = ahead if ahead is not None else _register(built, make)
+        while libraries:
+            ctypes.pythonapi.Py_IncRef(ctypes.py_object(libraries.pop()))
     except Exception:  # noqa: BLE001 - whatever the registration raised: fail closed
         return 1, tokens, late
     if not bypass.apply(built.swaps):
