@@ -3,10 +3,12 @@ cases all crash in their multi-head attention) hides its own mistakes: its cases
 far as the block's own choices. This grades such a case again with the student's failing
 helpers replaced by correct ones, and names what is left (`Session.apply`):
 
-* the student's function runs again in the sandbox, in a worker of its own that imports a copy
-  of the student's file with one function added (`SOURCE`): it calls the student's function
-  with stand-ins in place of the failing helpers. A stand-in records what it was given and
-  returns the next of the results it was handed; when it has none, the call stops there;
+* the student's function runs again in the sandbox, through one function added to their module
+  (`SOURCE`): it calls the student's function with stand-ins in place of the failing helpers.
+  A stand-in records what it was given and returns the next of the results it was handed; when
+  it has none, the call stops there. The submission's own worker runs it once grading is over
+  (the worker adds the function itself), else a worker of the diagnosis's own that imports a
+  copy of the file with the function appended;
 * the trusted process computes those results with the *reference's* helper (`VariantSource.
   helper_outcome`), as the cause search runs the reference's variants there, and the call runs
   again with them, until it no longer asks for more (at most `MAX_CALLS` helper calls);
@@ -14,8 +16,9 @@ helpers replaced by correct ones, and names what is left (`Session.apply`):
   causes, the fallback rules), without gradients: the stand-ins' results carry none.
 
 The reference's code never enters the student's process, only its results on the inputs the
-student's own code passed to the helper. The copy of the file and its worker are the
-diagnosis's own: nothing they do reaches the grade (their time, refusals or replies), and a
+student's own code passed to the helper. The re-runs are the diagnosis's own: they start after
+the submission's last graded call, in a session of their own (the grading session hands its
+worker over), so nothing they do reaches the grade (their time, refusals or replies), and a
 stand-in run that cannot finish names nothing. Only cases that raised inside a function of
 another question that fails are run again, once each, after the submission's last graded call.
 """
@@ -29,42 +32,8 @@ import numpy as np
 
 from ..memo.fingerprint import call_digest
 from ..sandbox.execute import iter_arrays
+from ..sandbox.stand_in_entry import ENTRY, SOURCE, entry_cell
 from .sources import OutcomeUnknown
-
-# The function added to the copy of the student's file. Its names are positional-only, so that
-# no keyword of the student's call can clash with them; it holds nothing of the engine.
-ENTRY = "__autograder_with_stand_ins__"
-SOURCE = f'''
-
-def {ENTRY}(_function, _replaced, _results, /, *args, **kwargs):
-    """Added by the grader to a copy of this file, for feedback only: calls `_function` with
-    each function named in `_replaced` standing in for yours; a stand-in records what it was
-    given and returns the next of `_results` (what a correct helper returns there)."""
-    g = globals()
-    calls = []
-
-    class Pending(BaseException):
-        pass
-
-    def stand_in(name):
-        def call(*a, **k):
-            calls.append((name, a, k))
-            if len(calls) > len(_results):
-                raise Pending()
-            return _results[len(calls) - 1]
-        return call
-
-    saved = {{n: g.get(n) for n in _replaced}}
-    for n in _replaced:
-        g[n] = stand_in(n)
-    try:
-        try:
-            return ("ok", g[_function](*args, **kwargs), calls)
-        except Pending:
-            return ("pending", None, calls)
-    finally:
-        g.update(saved)
-'''
 
 MAX_CALLS = 4           # helper calls one re-run may make (a block calls its attention once)
 # What the inputs a student's function passes to a helper may weigh, against the case's own
@@ -193,26 +162,29 @@ def as_plain(value: Any) -> Any:
 
 
 class WorkerStandIns:
-    """`Runs` in the sandbox, for the instructor's grade: a worker of the diagnosis's own,
-    importing a copy of the student's file with `SOURCE` added (as a last cell of a notebook),
-    started on first use and armed as the function's question is (`forbidden`). Its time
-    limits are its own, grading being over when it runs: one question's time for all its calls
-    together, so a re-run that hangs costs a submission that much at most."""
+    """`Runs` in the sandbox, for the instructor's grade, in a session of the diagnosis's own
+    opened on first use (grading is over by then): it takes over the grading session's live
+    worker (`grading`), which adds `SOURCE` to the module it graded, or else starts a worker
+    importing a copy of the student's file with `SOURCE` appended (as a last cell of a
+    notebook). Each call runs in a worker armed as its function's question is (`forbidden`).
+    Its time limits are its own: one question's time for all its calls together, so a re-run
+    that hangs costs a submission that much at most. Taking the worker over spares a worker's
+    start and the file's import per submission (a fifth of the re-runs' cost)."""
 
     def __init__(self, sandbox: Any, source: str, filename: str, module: str, api: list[str],
                  limits: Any, forbidden: Callable[[str], list[str]],
                  cells: list[tuple[int, str]] | None = None,
                  schedule: list[tuple[str, tuple[str, ...]]] | None = None,
-                 memo: Any = None):
+                 memo: Any = None, grading: Any = None):
         limits = dataclasses.replace(limits, submission_seconds=min(
             limits.submission_seconds, limits.question_seconds))
         self._make = dict(sandbox=sandbox, source=source + SOURCE, filename=filename,
                           module=module, api=list(api), limits=limits, schedule=schedule,
                           memo=memo)
         if cells is not None:
-            last = max((n for n, _ in cells), default=0)
-            self._make["cells"] = list(cells) + [(last + 1, SOURCE)]
+            self._make["cells"] = list(cells) + [(entry_cell(cells), SOURCE)]
         self._forbidden = forbidden
+        self._grading = grading
         self._session = None
         self._broken = False
 
@@ -224,10 +196,7 @@ class WorkerStandIns:
             raise OutcomeUnknown("the stand-ins' worker stopped")
         try:
             if self._session is None:
-                self._session = WorkerSession(**self._make)
-                loaded = self._session.start()
-                if not loaded.ok:
-                    raise WorkerStopped("error", "the copy did not import")
+                self._session = self._open(WorkerSession, WorkerStopped, MalformedReply)
             self._session.begin_question()
             return self._session.call(ENTRY, (function, list(replaced), as_plain(results),
                                               *args), kwargs, upstream=None, want_grad=False,
@@ -238,7 +207,25 @@ class WorkerStandIns:
             self._broken = True
             raise OutcomeUnknown(f"the stand-ins' worker stopped: {e}") from None
 
+    def _open(self, session_class: Any, stopped: Any, malformed: Any) -> Any:
+        session = session_class(**self._make)
+        grading, self._grading = self._grading, None
+        if grading is not None and grading.hand_over(session):
+            try:
+                session.add_entry()
+                return session
+            except (stopped, malformed):
+                # The worker could not add it (the student's code may have changed it): a
+                # worker of the diagnosis's own, as if there had been none to take over.
+                session.close()
+                session = session_class(**self._make)
+        loaded = session.start()
+        if not loaded.ok:
+            raise stopped("error", "the copy did not import")
+        return session
+
     def close(self) -> None:
+        self._grading = None
         if self._session is not None:
             self._session.close()
             self._session = None

@@ -402,7 +402,7 @@ def _grade_submission(assignment: Assignment, path: Path, sandbox: Sandbox,
         stand_ins = WorkerStandIns(sandbox, sub.source or "", filename,
                                    Path(assignment.student_file).stem, list(assignment.api),
                                    limits, lambda fn: forbidden_of.get(fn, ()), cells=cells,
-                                   schedule=schedule, memo=_INPUT_ENCODINGS)
+                                   schedule=schedule, memo=_INPUT_ENCODINGS, grading=session)
         try:
             result = grade_functions(assignment, shown, env_for_question,
                                      include_hidden=include_hidden, mode=Mode.GRADE,

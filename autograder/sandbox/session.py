@@ -289,6 +289,27 @@ class WorkerSession:
         # Every answer is in: the worker is killed at once, and how it ended is of no interest.
         self._stop(wait=False)
 
+    def hand_over(self, other: "WorkerSession") -> bool:
+        """Give the live worker to `other`, a session of the same file with state of its own
+        (the diagnosis's re-runs, once grading is over): what happens in it from here on is
+        recorded there, never here. False when there is none to give (it stopped, or a reply
+        was malformed)."""
+        if self.sock is None or self.wid is None or self.malformed is not None:
+            return False
+        other._stop(wait=False)
+        other.wid, other.sock, other.reader = self.wid, self.sock, self.reader
+        other.memory_bytes, other.forbidden = self.memory_bytes, self.forbidden
+        self.wid, self.sock = None, None
+        return True
+
+    def add_entry(self) -> None:
+        """Have the live worker add the stand-ins' entry to the module it imported
+        (`stand_in_entry.add_entry`): raises WorkerStopped (or MalformedReply) if it cannot."""
+        reply, _ = self._exchange({"op": "entry"}, [], self._deadline(),
+                                  "adding the re-runs' entry")
+        if reply.get("ok") is not True:
+            raise WorkerStopped("error", "the worker could not add the re-runs' entry")
+
     # -- calls
     def call(self, fn: str, args: tuple, kwargs: dict, *, upstream: Any, want_grad: bool,
              forbidden: list[str] | None) -> dict:

@@ -92,6 +92,107 @@ def test_standing_in_for_helpers_changes_no_score_and_no_status(grade, assignmen
             assert not {"residual_after_norm", "ffn_gelu"} & set(c.diagnosis or []), c.name
 
 
+def _spawns(sandbox, monkeypatch) -> list:
+    """Count the workers the sandbox starts from here on."""
+    started = []
+    spawn = sandbox.spawn
+
+    def counting(*args, **kwargs):
+        started.append(args[1] if len(args) > 1 else kwargs.get("forbidden"))
+        return spawn(*args, **kwargs)
+    monkeypatch.setattr(sandbox, "spawn", counting)
+    return started
+
+
+def test_the_re_runs_take_over_the_submissions_own_worker(assignment, sandbox, monkeypatch):
+    """Once grading is over, the re-runs run in the worker that graded the file (it adds the
+    entry to the module itself): no second worker imports the file again, and the hints are
+    those of a worker of their own."""
+    path = REALWORLD / "block_after_norm_gelu_mask_view.py"
+
+    class NoStandIns(stand_ins.WorkerStandIns):
+        def __call__(self, *args, **kwargs):
+            raise OutcomeUnknown("off")
+
+    with monkeypatch.context() as m:
+        m.setattr(grading, "WorkerStandIns", NoStandIns)
+        alone = _spawns(sandbox, m)
+        grade_submission(assignment, path, sandbox)
+    taken_over = _spawns(sandbox, monkeypatch)
+    result = grade_submission(assignment, path, sandbox)
+    assert len(taken_over) == len(alone) >= 1
+    hints = {c.name: (c.hint, c.diagnosis) for c in _failing(result, "block")}
+    assert any("With a correct one in its place" in (h or "") for h, _ in hints.values())
+
+    # A worker that cannot add the entry (the student's code may have broken its loop): the
+    # re-runs start one of their own, importing a copy of the file, and say the same.
+    def refuses(session):
+        raise grading.WorkerStopped("error", "no entry")
+    monkeypatch.setattr(grading.WorkerSession, "add_entry", refuses)
+    own = _spawns(sandbox, monkeypatch)
+    again = grade_submission(assignment, path, sandbox)
+    assert len(own) == len(alone) + 1
+    assert {c.name: (c.hint, c.diagnosis) for c in _failing(again, "block")} == hints
+
+
+def test_a_worker_handed_over_takes_what_happens_in_it_with_it(sandbox):
+    """`hand_over` moves the live worker to the diagnosis's session: the grading session can
+    close without stopping it, and a refusal in it is the new session's, not the grade's."""
+    from autograder.model.limits import Limits
+    from autograder.sandbox.session import WorkerSession, WorkerStopped
+    from autograder.sandbox.stand_in_entry import ENTRY, SOURCE
+
+    source = "import torch\n\ndef f(x):\n    return torch.softmax(x, -1)\n\n" \
+             "def g(x):\n    return x * 2\n"
+    schedule = [("q", ("torch.softmax",))]
+    made = dict(sandbox=sandbox, filename="attention.py", module="attention", api=["f", "g"],
+                limits=Limits(), schedule=schedule)
+    graded = WorkerSession(source=source, **made)
+    assert graded.start().ok
+    x = torch.ones(2, 3)
+    assert graded.call("g", (x,), {}, upstream=None, want_grad=False,
+                       forbidden=["torch.softmax"])["status"] == "ok"
+    diagnosis = WorkerSession(source=source + SOURCE, **made)
+    assert graded.hand_over(diagnosis)
+    worker = diagnosis.wid
+    graded.close()      # the grading session is done with the worker, not the worker itself
+    diagnosis.add_entry()
+    out = diagnosis.call(ENTRY, ("g", [], [], x), {}, upstream=None, want_grad=False,
+                         forbidden=["torch.softmax"])
+    assert diagnosis.wid == worker and out["output"][0] == "ok"
+    assert torch.equal(out["output"][1], x * 2)
+    with pytest.raises(WorkerStopped) as refused:
+        diagnosis.call("f", (x,), {}, upstream=None, want_grad=False,
+                       forbidden=["torch.softmax"])
+    assert refused.value.status == "forbidden"
+    assert not (graded.escapes or graded.failed or graded.imported or graded.unarmed)
+    assert graded.sock is None and not graded.hand_over(diagnosis)
+    diagnosis.close()
+
+
+@pytest.mark.parametrize("source", ["x = 1\n", "x = 1", "", "def f():\n    return (1 +\n 2)\n"])
+def test_the_entry_a_worker_adds_reads_as_the_one_appended_to_a_copy(source):
+    """Same lines, same file name, same text in tracebacks, whether the worker adds the entry
+    to the module it graded or a copy of the file ends with it."""
+    import linecache
+    import types
+
+    from autograder.sandbox.stand_in_entry import ENTRY, SOURCE, add_entry
+
+    copy = types.ModuleType("copy")
+    exec(compile(source + SOURCE, "copy.py", "exec", dont_inherit=True), copy.__dict__)
+    added = types.ModuleType("added")
+    exec(compile(source, "added.py", "exec", dont_inherit=True), added.__dict__)
+    add_entry(added, "added.py", source, None)
+    a, b = copy.__dict__[ENTRY].__code__, added.__dict__[ENTRY].__code__
+    assert a.co_firstlineno == b.co_firstlineno and a.co_code == b.co_code
+    assert linecache.getline("added.py", b.co_firstlineno).startswith(f"def {ENTRY}(")
+    cells = [(1, source), (4, "y = 2\n")]
+    notebook = types.ModuleType("notebook")
+    add_entry(notebook, "nb.ipynb", None, cells)
+    assert notebook.__dict__[ENTRY].__code__.co_filename == "cell 5 of nb.ipynb"
+
+
 def _in_process(module: dict):
     """`Runs` in this process, over a module namespace that holds `stand_ins.SOURCE`."""
     from autograder.sandbox.execute import run_call
