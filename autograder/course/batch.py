@@ -11,7 +11,9 @@ import functools
 import hashlib
 import json
 import os
+import shutil
 import sys
+import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -233,6 +235,8 @@ class _Grader:
             questions, public_only, cache, slot
         self.sandbox = None
         self.share_torch = False     # fork the first fork server from this process
+        # The run's folder of variant outcomes the grading processes share (`_grade_all`).
+        self.shared_outcomes: str | None = None
         self._started = False
         self._described = False
 
@@ -266,9 +270,20 @@ class _Grader:
             from ..grading.grade import grade_submission
 
             _one_thread()
-            result = grade_submission(self.assignment, file, self.sandbox, self.limits,
-                                      questions=self.questions, display_path=shown,
-                                      include_hidden=not self.public_only)
+            share = None
+            if self.shared_outcomes:
+                from ..diagnose.shared_outcomes import shared
+
+                share = shared()
+                if share is not None:
+                    share.take_in()     # what the other grading processes computed so far
+            try:
+                result = grade_submission(self.assignment, file, self.sandbox, self.limits,
+                                          questions=self.questions, display_path=shown,
+                                          include_hidden=not self.public_only)
+            finally:
+                if share is not None:
+                    share.publish()
         except SandboxError:
             raise
         except Exception as e:  # noqa: BLE001 - one submission must never end a class run
@@ -368,12 +383,20 @@ def _grade_all(grader: _Grader, todo: list[tuple[int, Path, str | None]], jobs: 
     context = multiprocessing.get_context("spawn")
     slots = context.Value("i", 0)
     pending = {i: (file, key) for i, file, key in todo}
-    for _ in range(MAX_POOL_STARTS):
-        yield from _grade_in_pool(grader, pending, jobs, context, slots)
-        if not pending:
-            return
-    # Grading processes keep dying (the machine's out-of-memory killer, say): go on in this one.
-    yield from _grade_here(grader, list(pending.items()))
+    # The grading processes share the variant outcomes they compute (`shared_outcomes`), in a
+    # folder of this run's own, private to this user.
+    folder = grader.shared_outcomes = tempfile.mkdtemp(prefix="autograder-outcomes-")
+    try:
+        for _ in range(MAX_POOL_STARTS):
+            yield from _grade_in_pool(grader, pending, jobs, context, slots)
+            if not pending:
+                return
+        # Grading processes keep dying (the machine's out-of-memory killer, say): go on in
+        # this one.
+        grader.shared_outcomes = None
+        yield from _grade_here(grader, list(pending.items()))
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _grade_here(grader: _Grader, items: list[tuple[int, tuple[Path, str | None]]]):
@@ -462,6 +485,9 @@ def _start_process(grader: _Grader, slots) -> None:
         except Exception:  # noqa: BLE001 - raised again by the first grade, in the main process
             pass
         from ..grading import grade  # noqa: F401
+        from ..diagnose.shared_outcomes import share_outcomes
+
+        share_outcomes(grader.shared_outcomes)
     finally:
         # What is imported by now (torch above all) lives as long as the process: the garbage
         # collector's full passes need not scan it again for every submission.
