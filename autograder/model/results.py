@@ -62,9 +62,19 @@ class CaseResult:
             self.message = self.problem.text(self.hidden)
 
 
+_PLAIN = (str, int, float, bool, type(None))
+_CASE_FIELDS: list[str] = []
+
+
 def _case_json(c: CaseResult) -> dict:
-    data = {f.name: copy.deepcopy(getattr(c, f.name)) for f in fields(c)
-            if not f.metadata.get("run_only")}
+    if not _CASE_FIELDS:
+        _CASE_FIELDS.extend(f.name for f in fields(CaseResult) if not f.metadata.get("run_only"))
+    # Copies of what could be changed through the data (lists, the picture's dict); numbers,
+    # text and statuses as they are.
+    data = {}
+    for name in _CASE_FIELDS:
+        value = getattr(c, name)
+        data[name] = value if isinstance(value, _PLAIN) else copy.deepcopy(value)
     data["score"] = c.score
     if data.get("picture") is None:
         data.pop("picture", None)     # most cases have none

@@ -329,7 +329,9 @@ def _run_call(func: Callable, args: tuple, kwargs: dict, upstream: Any, want_gra
     how = how if how is not None else []
     chained = _chained_inputs(args, kwargs)
     call_args, call_kwargs, diff = _prepare_inputs(args, kwargs, want_grad)
-    before = _clone_tree((call_args, call_kwargs))
+    # What the inputs held before the call: the originals, which the call never sees (it gets
+    # the fresh copies above), so no second copy is needed to tell what it changed.
+    before = (args, kwargs)
     given = _identities((call_args, call_kwargs))
     outcome: dict[str, Any] = {"status": "ok", "output": None, "grads": None, "grad_error": None,
                                "mutated": [], "forbidden": hits, "refused_how": how,
@@ -486,8 +488,8 @@ def _identities(value: Any, path: tuple = (), out: dict | None = None) -> dict[t
 
 def input_changes(before: Any, after: Any, given: dict[tuple, int],
                   skip: set = frozenset()) -> list[dict]:
-    """How the inputs differ from `before` (copies taken before the call) once the call is
-    over: each change as {"path", "how"}, "how" being "in_place" (an array's values changed),
+    """How the inputs differ from `before` (what they held before the call: the originals of
+    the copies the call was handed) once the call is over: each change as {"path", "how"}, "how" being "in_place" (an array's values changed),
     "rebound" (an item of a dict or list replaced by another value), "removed" or "added"
     (keys of a dict, listed in "keys"), "resized" (a list, "before" and "after" its length).
     `given`: the identities of what the student was handed (`_identities`). Never raises:
@@ -559,7 +561,7 @@ def _same(a: torch.Tensor | np.ndarray, b: Any) -> bool:
         return bool(np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
     if not isinstance(b, torch.Tensor) or a.shape != b.shape or a.dtype != b.dtype:
         return False
-    b = b.detach()
+    a, b = a.detach(), b.detach()
     if a.is_floating_point() and not a.is_complex():
         # Compare the bits (one operation, NaN-safe) instead of the values.
         as_int = _SAME_WIDTH_INT[a.element_size()]
