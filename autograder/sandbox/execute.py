@@ -489,9 +489,10 @@ def _identities(value: Any, path: tuple = (), out: dict | None = None) -> dict[t
 def input_changes(before: Any, after: Any, given: dict[tuple, int],
                   skip: set = frozenset()) -> list[dict]:
     """How the inputs differ from `before` (what they held before the call: the originals of
-    the copies the call was handed) once the call is over: each change as {"path", "how"}, "how" being "in_place" (an array's values changed),
-    "rebound" (an item of a dict or list replaced by another value), "removed" or "added"
-    (keys of a dict, listed in "keys"), "resized" (a list, "before" and "after" its length).
+    the copies the call was handed) once the call is over: each change as {"path", "how"},
+    "how" being "in_place" (an array's values changed), "rebound" (an item of a dict or list
+    replaced by another value), "removed" or "added" (keys of a dict, listed in "keys"),
+    "resized" (a list, "before" and "after" its length).
     `given`: the identities of what the student was handed (`_identities`). Never raises:
     what the student left in their inputs is compared, not trusted."""
     changes: list[dict] = []

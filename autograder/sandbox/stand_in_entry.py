@@ -8,8 +8,9 @@ from __future__ import annotations
 import linecache
 import types
 
-# The function added to the student's module (or to a copy of their file). Its names are positional-only, so that
-# no keyword of the student's call can clash with them; it holds nothing of the engine.
+# The function added to the student's module (or to a copy of their file). Its names are
+# positional-only, so that no keyword of the student's call can clash with them; it holds
+# nothing of the engine.
 ENTRY = "__autograder_with_stand_ins__"
 SOURCE = f'''
 
