@@ -385,7 +385,7 @@ def _grade_all(grader: _Grader, todo: list[tuple[int, Path, str | None]], jobs: 
     pending = {i: (file, key) for i, file, key in todo}
     # The grading processes share the variant outcomes they compute (`shared_outcomes`), in a
     # folder of this run's own, private to this user.
-    folder = grader.shared_outcomes = tempfile.mkdtemp(prefix="autograder-outcomes-")
+    folder = grader.shared_outcomes = outcomes_folder()
     try:
         for _ in range(MAX_POOL_STARTS):
             yield from _grade_in_pool(grader, pending, jobs, context, slots)
@@ -397,6 +397,31 @@ def _grade_all(grader: _Grader, todo: list[tuple[int, Path, str | None]], jobs: 
         yield from _grade_here(grader, list(pending.items()))
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+OUTCOMES_PREFIX = "autograder-outcomes-"
+
+
+def outcomes_folder() -> str:
+    """A new folder for a run's shared variant outcomes, named after this process. The folders
+    of runs killed before they could remove theirs (their process is gone) are removed first."""
+    try:
+        entries = list(os.scandir(tempfile.gettempdir()))
+    except OSError:
+        entries = []
+    for entry in entries:
+        pid = entry.name[len(OUTCOMES_PREFIX):].split("-")[0]
+        try:
+            if not (entry.name.startswith(OUTCOMES_PREFIX) and pid.isdigit()
+                    and entry.is_dir(follow_symlinks=False)
+                    and entry.stat(follow_symlinks=False).st_uid == os.getuid()):
+                continue
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(entry.path, ignore_errors=True)
+        except (OSError, ValueError):
+            pass    # alive (or not ours to ask about): left alone
+    return tempfile.mkdtemp(prefix=f"{OUTCOMES_PREFIX}{os.getpid()}-")
 
 
 def _grade_here(grader: _Grader, items: list[tuple[int, tuple[Path, str | None]]]):

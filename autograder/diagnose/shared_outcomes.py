@@ -8,8 +8,9 @@ for it to a folder of the run's own, one file per submission, and before the nex
 the files the others wrote: an outcome one of them computed is decoded, not computed again.
 
 The folder is made by the class run's main process (private to the grader's user, removed at
-the end) and only grading processes read and write it: a worker sees a file system of its own
-at the `namespaces` and `user` levels. What is read is validated as a worker's reply is
+the end, or by the next run if this one was killed: `batch.outcomes_folder`) and only grading
+processes read and write it: a worker sees a file system of its own at the `namespaces` and
+`user` levels. What is read is validated as a worker's reply is
 (`protocol.decode_outcome`); a file that does not read is skipped (that outcome is computed).
 An outcome is the same bits whichever process computed it (the same code on the same inputs,
 one thread), so sharing changes no name and no hint.

@@ -79,3 +79,28 @@ def test_a_process_reads_only_the_others_files_and_skips_what_does_not_read(tmp_
     assert third.take_in() == 2         # mine's entry, and the one that is no outcome
     assert third.get(("ref.py", "forged", 0, b"\x03", False)) is None
     assert third.reused == 0
+
+
+def test_a_killed_runs_folder_of_outcomes_goes_with_the_next_run(tmp_path, monkeypatch):
+    """A run killed outright cannot remove its folder: the next run removes those whose
+    process is gone, and leaves a live run's alone."""
+    import os
+    import subprocess
+    import tempfile
+
+    from autograder.course.batch import OUTCOMES_PREFIX, outcomes_folder
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    gone = subprocess.Popen(["true"])
+    gone.wait()         # its pid names no process now
+    stale = tmp_path / f"{OUTCOMES_PREFIX}{gone.pid}-abc"
+    stale.mkdir()
+    (stale / "1-1.outcomes").write_bytes(b"x")
+    live = tmp_path / f"{OUTCOMES_PREFIX}{os.getppid()}-def"
+    live.mkdir()
+    other = tmp_path / "autograder-outcomes-notes"
+    other.mkdir()
+    mine = outcomes_folder()
+    assert not stale.exists() and live.exists() and other.exists()
+    assert os.path.basename(mine).startswith(f"{OUTCOMES_PREFIX}{os.getpid()}-")
+    assert os.stat(mine).st_mode & 0o777 == 0o700
