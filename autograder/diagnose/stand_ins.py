@@ -190,13 +190,13 @@ class WorkerStandIns:
 
     def __call__(self, function: str, args: tuple, kwargs: dict, replaced: list[str],
                  results: list) -> dict:
-        from ..sandbox.session import MalformedReply, WorkerSession, WorkerStopped
+        from ..sandbox.session import MalformedReply, WorkerStopped
 
         if self._broken:
             raise OutcomeUnknown("the stand-ins' worker stopped")
         try:
             if self._session is None:
-                self._session = self._open(WorkerSession, WorkerStopped, MalformedReply)
+                self._session = self._open()
             self._session.begin_question()
             return self._session.call(ENTRY, (function, list(replaced), as_plain(results),
                                               *args), kwargs, upstream=None, want_grad=False,
@@ -207,21 +207,23 @@ class WorkerStandIns:
             self._broken = True
             raise OutcomeUnknown(f"the stand-ins' worker stopped: {e}") from None
 
-    def _open(self, session_class: Any, stopped: Any, malformed: Any) -> Any:
-        session = session_class(**self._make)
+    def _open(self) -> Any:
+        from ..sandbox.session import MalformedReply, WorkerSession, WorkerStopped
+
+        session = WorkerSession(**self._make)
         grading, self._grading = self._grading, None
         if grading is not None and grading.hand_over(session):
             try:
                 session.add_entry()
                 return session
-            except (stopped, malformed):
+            except (WorkerStopped, MalformedReply):
                 # The worker could not add it (the student's code may have changed it): a
                 # worker of the diagnosis's own, as if there had been none to take over.
                 session.close()
-                session = session_class(**self._make)
+                session = WorkerSession(**self._make)
         loaded = session.start()
         if not loaded.ok:
-            raise stopped("error", "the copy did not import")
+            raise WorkerStopped("error", "the copy did not import")
         return session
 
     def close(self) -> None:

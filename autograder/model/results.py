@@ -63,12 +63,11 @@ class CaseResult:
 
 
 _PLAIN = (str, int, float, bool, type(None))
-_CASE_FIELDS: list[str] = []
+# The fields a case's data holds (the run-only ones stay in the process).
+_CASE_FIELDS = [f.name for f in fields(CaseResult) if not f.metadata.get("run_only")]
 
 
 def _case_json(c: CaseResult) -> dict:
-    if not _CASE_FIELDS:
-        _CASE_FIELDS.extend(f.name for f in fields(CaseResult) if not f.metadata.get("run_only"))
     # Copies of what could be changed through the data (lists, the picture's dict); numbers,
     # text and statuses as they are.
     data = {}
@@ -178,8 +177,7 @@ class SubmissionResult:
 
 def question_from_json(qid: str, q: dict) -> QuestionResult:
     """Rebuild a question from `QuestionResult.to_json`."""
-    case_fields = {f.name for f in fields(CaseResult) if not f.metadata.get("run_only")}
-    cases = [CaseResult(**{k: v for k, v in c.items() if k in case_fields})
+    cases = [CaseResult(**{k: v for k, v in c.items() if k in _CASE_FIELDS})
              for c in q.get("cases", [])]
     override = q.get("override")
     return QuestionResult(qid, cases, notes=list(q.get("notes", [])),

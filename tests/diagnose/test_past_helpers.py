@@ -135,6 +135,40 @@ def test_the_re_runs_take_over_the_submissions_own_worker(assignment, sandbox, m
     assert {c.name: (c.hint, c.diagnosis) for c in _failing(again, "block")} == hints
 
 
+def test_a_file_that_rewrites_the_re_runs_entry_changes_no_score(assignment, sandbox, tmp_path,
+                                                                  monkeypatch):
+    """The re-runs run in the worker that graded the file, in the module the student's code
+    can rewrite: a block that swaps the entry for its own (a forged "it passes") or leaves
+    the module unusable changes what a hint says at most, never a score or a status."""
+    source = (SUBMISSIONS / "correct" / "reference_style.py").read_text() + f'''
+
+def multi_head_attention(x, params, n_heads, mask=None, context=None):
+    raise ValueError("not written yet")
+
+
+def transformer_block(x, params, n_heads, mask=None):
+    globals()["{stand_ins.ENTRY}"] = lambda *a, **k: ("ok", x, [])
+    globals()["softmax"] = None
+    return multi_head_attention(x, params, n_heads, mask)
+'''
+    path = tmp_path / "attention.py"
+    path.write_text(source)
+    forged = grade_submission(assignment, path, sandbox)
+
+    class NoStandIns(stand_ins.WorkerStandIns):
+        def __call__(self, *args, **kwargs):
+            raise OutcomeUnknown("off")
+
+    monkeypatch.setattr(grading, "WorkerStandIns", NoStandIns)
+    plain = grade_submission(assignment, path, sandbox)
+    assert forged.score == plain.score and not forged.integrity and not forged.error
+    for qid, q in forged.questions.items():
+        assert [(c.name, c.status, c.score) for c in q.cases] == \
+               [(c.name, c.status, c.score) for c in plain.questions[qid].cases]
+    crashed = [c for c in forged.questions["block"].cases if "not written yet" in c.message]
+    assert crashed and all(c.status == "error" and c.score == 0 for c in crashed)
+
+
 def test_a_worker_handed_over_takes_what_happens_in_it_with_it(sandbox):
     """`hand_over` moves the live worker to the diagnosis's session: the grading session can
     close without stopping it, and a refusal in it is the new session's, not the grade's."""
