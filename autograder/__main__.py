@@ -1,5 +1,4 @@
-import sys
-
+from .console.ending import end
 from .cli import main
 
-sys.exit(main())
+end(main())

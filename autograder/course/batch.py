@@ -155,7 +155,12 @@ def grade_class(assignment: Assignment, students: list[Student], *, out: Path | 
     if todo and progress:
         from tqdm import tqdm
 
-        bar = tqdm(total=len(todo), unit="sub", desc="grading", dynamic_ncols=True,
+        class Bar(tqdm):
+            # No monitoring thread: the grading processes are forks of this one (a thread
+            # running here would make them spawned instead: `_forked_start`).
+            monitor_interval = 0
+
+        bar = Bar(total=len(todo), unit="sub", desc="grading", dynamic_ncols=True,
                    smoothing=0.1, disable=None)  # None: only on a terminal
     try:
         for i, result in _grade_all(grader, [(i, students[i].file, key) for i, key in todo],
@@ -378,17 +383,15 @@ def _grade_all(grader: _Grader, todo: list[tuple[int, Path, str | None]], jobs: 
         return
     import multiprocessing
 
-    # "spawn": a fresh interpreter per grading process (forking one that holds torch's thread
-    # pools is not safe); each takes the next sandbox slot (its own unprivileged uid).
-    context = multiprocessing.get_context("spawn")
-    slots = context.Value("i", 0)
+    # Each grading process takes the next sandbox slot (its own unprivileged uid).
+    slots = multiprocessing.get_context("spawn").Value("i", 0)
     pending = {i: (file, key) for i, file, key in todo}
     # The grading processes share the variant outcomes they compute (`shared_outcomes`), in a
     # folder of this run's own, private to this user.
     folder = grader.shared_outcomes = outcomes_folder()
     try:
-        for _ in range(MAX_POOL_STARTS):
-            yield from _grade_in_pool(grader, pending, jobs, context, slots)
+        for start in range(MAX_POOL_STARTS):
+            yield from _grade_in_pool(grader, pending, jobs, slots, first=start == 0)
             if not pending:
                 return
         # Grading processes keep dying (the machine's out-of-memory killer, say): go on in
@@ -436,19 +439,27 @@ def _grade_here(grader: _Grader, items: list[tuple[int, tuple[Path, str | None]]
 MAX_POOL_STARTS = 3
 
 
-def _grade_in_pool(grader: _Grader, pending: dict, jobs: int, context, slots):
+def _grade_in_pool(grader: _Grader, pending: dict, jobs: int, slots, first: bool = True):
     """Grade `pending` ({index: (file, key)}) in a pool of grading processes, removing each
-    as it is yielded. Returns early, leaving the rest pending, if a grading process dies."""
+    as it is yielded. Returns early, leaving the rest pending, if a grading process dies.
+    The `first` pool's processes are forks of this one (`_forked_start`) where they can be."""
+    import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
     from concurrent.futures.process import BrokenProcessPool
 
+    started = _forked_start(grader, jobs) if first else None
+    # Otherwise "spawn": a fresh interpreter per grading process, which imports torch itself.
+    context = multiprocessing.get_context("fork" if started is not None else "spawn")
     pool = ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_start_process,
-                               initargs=(grader, slots))
+                               initargs=(grader, slots, started))
     futures: dict = {}
     finished = broken = False
     try:
         futures = {pool.submit(_grade_in_process, file, key): i
                    for i, (file, key) in pending.items()}
+        # The first submission forked every grading process: each has its sandbox now.
+        for sandbox in (started or {}).values():
+            sandbox.detach()
         for fut in as_completed(futures):
             try:
                 result = fut.result()
@@ -479,12 +490,64 @@ def _grade_in_pool(grader: _Grader, pending: dict, jobs: int, context, slots):
             # server's exit, its cgroup) while this process writes the reports; the
             # interpreter's exit joins them. A broken pool is waited for: another one follows.
             pool.shutdown(wait=broken, cancel_futures=True)
+        if started:
+            # The fork servers are this process's children: waited for, and their cgroups
+            # removed, as they end after their grading processes, while this process goes on
+            # (the reports); the interpreter's exit waits for this thread.
+            threading.Thread(target=_close_all, args=(list(started.values()),),
+                             name="autograder: closing the sandboxes").start()
+
+
+def _close_all(sandboxes: list) -> None:
+    for sandbox in sandboxes:
+        sandbox.close()
+
+
+def _forked_start(grader: _Grader, jobs: int) -> dict | None:
+    """Start the first pool's sandboxes here, one per grading process ({slot: Sandbox}), and
+    import torch and the grading code here while their fork servers import torch: the grading
+    processes are then forks of this process, and the start of a run imports torch three times
+    on the cores instead of four. None where grading processes cannot be forks of this one (no
+    `fork`, or a thread running here, which a fork could leave holding a lock), or where a
+    sandbox does not start: each grading process then starts its own (and says why not)."""
+    import gc
+
+    from ..sandbox.client import Sandbox
+    from ..sandbox.shared_start import other_threads, without_pools_at_load
+
+    if grader.share_torch or not hasattr(os, "fork") or other_threads() is not None:
+        return None     # `--share-torch`: each grading process forks its own fork server
+    started: dict = {}
+    try:
+        for slot in range(jobs):
+            started[slot] = Sandbox(grader.sandbox_level, slot=slot, wait=False)
+    except Exception:  # noqa: BLE001 - raised again where each grading process starts its own
+        for sandbox in started.values():
+            sandbox.close()
+        return None
+
+    def load_grading_code() -> None:
+        from ..grading import grade  # noqa: F401
+
+    gc.disable()     # as in `_start_process`: no collection passes over torch's import
+    try:
+        # numpy's BLAS would start a pool of threads as it loads; the grading processes
+        # compare small arrays on one thread anyway (`_one_thread`).
+        without_pools_at_load(load_grading_code)
+    finally:
+        gc.freeze()
+        gc.enable()
+    if other_threads() is not None:
+        for sandbox in started.values():
+            sandbox.close()
+        return None
+    return started
 
 
 _process_grader: _Grader | None = None
 
 
-def _start_process(grader: _Grader, slots) -> None:
+def _start_process(grader: _Grader, slots, started: dict | None = None) -> None:
     import atexit
     import gc
     import multiprocessing.util
@@ -498,6 +561,15 @@ def _start_process(grader: _Grader, slots) -> None:
     with slots.get_lock():
         grader.slot = slots.value
         slots.value += 1
+    if started is not None:
+        # A fork of the main process: its sandbox is the one started there for this slot;
+        # the others' fork servers are other grading processes' to talk to.
+        for slot, sandbox in started.items():
+            if slot == grader.slot:
+                sandbox.adopt()
+                grader.sandbox, grader._started = sandbox, True
+            else:
+                sandbox.control.close()
     _process_grader = grader
     # No collection while torch and the engine are imported: the passes cost about a sixth of
     # the import's CPU, at the start of a run, when four processes import torch on the cores.

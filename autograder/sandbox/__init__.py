@@ -13,6 +13,10 @@ Processes (one line of descent each; arrows are "starts"):
 * **grader** and **grading process** are trusted. A grading process is undumpable and dies
   with the grader (PR_SET_PDEATHSIG). It holds one `client.Sandbox` (its fork server) and, per
   submission, one `session.WorkerSession` (the trusted client of that submission's worker).
+  In a class run with several jobs, the grader starts every grading process's fork server
+  itself and then forks the grading processes, having imported torch once for all of them
+  (`course/batch._forked_start`): each fork server is then the grader's child, which waits for
+  it, but only its own grading process talks to it (`Sandbox.adopt`, `Sandbox.detach`).
 * **fork server** runs at the chosen level (`levels.py`): under bubblewrap (`namespaces`:
   no network, a private file system holding the Python installation and *only this package* of
   the engine, private IPC/UTS/PIDs), or as root without it (`user`: the fork server makes the

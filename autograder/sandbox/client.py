@@ -99,6 +99,7 @@ class Sandbox:
         self._forkserver_pid: int | None = None
         self._ready = False
         self._unanswered = 0     # finish requests whose answers nobody waits for
+        self._reaped_by_starter = False     # handed to a fork of this process (`adopt`)
         if self.level == "namespaces" and not self.root:
             self.description = LEVEL_DESCRIPTIONS["namespaces-userns"]
         else:
@@ -279,11 +280,27 @@ class Sandbox:
             self._read_reply(timeout=60)
             self._unanswered -= 1
 
+    def detach(self) -> None:
+        """In the process that started the fork server, once a fork of it has taken the sandbox
+        over (`adopt`): stop talking to the fork server. It ends when the process it was
+        handed to closes; `close` here then waits for it and removes its cgroup."""
+        self.control.close()
+
+    def adopt(self) -> None:
+        """In a fork of the process that started the fork server, which now has the sandbox to
+        itself: `close` ends the conversation only, since the fork server is the starter's
+        child, for the starter to wait for (`detach`)."""
+        self._reaped_by_starter = True
+
     def close(self) -> None:
         try:
             self._drain()   # let the last workers' ends be answered first
         except (SandboxError, OSError, ValueError):
             pass
+        if self._reaped_by_starter:
+            self.control.close()
+            self.errors.close()
+            return
         try:
             self.control.close()
         finally:

@@ -25,6 +25,7 @@ import os
 import signal
 import tempfile
 import threading
+from typing import Callable
 
 from .levels import SCRUBBED_ENV
 
@@ -50,15 +51,43 @@ def prepare() -> None:
 
 def can_share() -> str | None:
     """None if this process may fork the fork server now, else why not."""
-    if threading.active_count() != 1:
+    threads = other_threads()
+    if threads == "python":
         return "the grading process runs other threads (several grading jobs?)"
+    if threads == "native":
+        return "the grading process runs native threads (a numerical library's pool, " \
+               "started before --share-torch could prevent it)"
+    return threads
+
+
+def other_threads() -> str | None:
+    """None if this process runs one thread only, so that a fork of it is safe (a fork keeps
+    only the calling thread, and another could hold a lock the child needs); else "python",
+    "native" (such as a numerical library's pool) or why it cannot be known."""
+    if threading.active_count() != 1:
+        return "python"
     try:
         if len(os.listdir("/proc/self/task")) != 1:
-            return "the grading process runs native threads (a numerical library's pool, " \
-                   "started before --share-torch could prevent it)"
+            return "native"
     except OSError:
         return "no /proc"
     return None
+
+
+def without_pools_at_load(load: Callable[[], object]) -> None:
+    """Run `load` (an import of numerical libraries) with the variables of `POOL_AT_LOAD` at 1,
+    so that the libraries it loads start no thread pool, then restore the environment: the
+    variables are read once, at load."""
+    saved = {name: os.environ.get(name) for name in POOL_AT_LOAD}
+    os.environ.update({name: "1" for name in POOL_AT_LOAD})
+    try:
+        load()
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def import_torch() -> None:

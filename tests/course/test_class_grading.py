@@ -321,8 +321,9 @@ def test_a_grading_process_that_dies_costs_no_result(clean_loop_run, tmp_path):
     cls, clean, out, proc = _grading_midway(clean_loop_run, tmp_path)
     from autograder.sandbox.procfs import children
 
-    graders = [p for p in children(proc.pid)
-               if b"spawn_main" in Path(f"/proc/{p}/cmdline").read_bytes()]
+    # The grading processes: forks of the grader (its command line), not its fork servers.
+    own = Path(f"/proc/{proc.pid}/cmdline").read_bytes()
+    graders = [p for p in children(proc.pid) if Path(f"/proc/{p}/cmdline").read_bytes() == own]
     assert graders
     os.kill(graders[0], signal.SIGKILL)   # as the kernel's out-of-memory killer would
     _, err = proc.communicate(timeout=600)

@@ -1,6 +1,5 @@
 """`python -m autograder.platforms.gradescope`: runs `run.main` (the command deployed scripts call)."""
-import sys
-
+from ...console.ending import end
 from .run import main
 
-sys.exit(main())
+end(main())

@@ -1,6 +1,5 @@
 """`python -m autograder.platforms.notebook`: writes the student notebook (`build.main`)."""
-import sys
-
+from ...console.ending import end
 from .build import main
 
-sys.exit(main())
+end(main())
