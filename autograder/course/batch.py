@@ -534,10 +534,13 @@ def _forked_start(grader: _Grader, jobs: int) -> dict | None:
         # numpy's BLAS would start a pool of threads as it loads; the grading processes
         # compare small arrays on one thread anyway (`_one_thread`).
         without_pools_at_load(load_grading_code)
+        alone = other_threads() is None
+    except Exception:  # noqa: BLE001 - each grading process imports it, and says what failed
+        alone = False
     finally:
         gc.freeze()
         gc.enable()
-    if other_threads() is not None:
+    if not alone:
         for sandbox in started.values():
             sandbox.close()
         return None
@@ -572,7 +575,7 @@ def _start_process(grader: _Grader, slots, started: dict | None = None) -> None:
                 sandbox.control.close()
     _process_grader = grader
     # No collection while torch and the engine are imported: the passes cost about a sixth of
-    # the import's CPU, at the start of a run, when four processes import torch on the cores.
+    # the import's CPU, at the start of a run, when several processes import torch on the cores.
     # What little garbage the imports leave is frozen with the rest.
     gc.disable()
     try:
