@@ -17,6 +17,7 @@ import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterable
 
 from ..model.assignment import Assignment
 from .classlist import Student, display
@@ -498,7 +499,7 @@ def _grade_in_pool(grader: _Grader, pending: dict, jobs: int, slots, first: bool
                              name="autograder: closing the sandboxes").start()
 
 
-def _close_all(sandboxes: list) -> None:
+def _close_all(sandboxes: Iterable) -> None:
     for sandbox in sandboxes:
         sandbox.close()
 
@@ -522,8 +523,7 @@ def _forked_start(grader: _Grader, jobs: int) -> dict | None:
         for slot in range(jobs):
             started[slot] = Sandbox(grader.sandbox_level, slot=slot, wait=False)
     except Exception:  # noqa: BLE001 - raised again where each grading process starts its own
-        for sandbox in started.values():
-            sandbox.close()
+        _close_all(started.values())
         return None
 
     def load_grading_code() -> None:
@@ -541,8 +541,7 @@ def _forked_start(grader: _Grader, jobs: int) -> dict | None:
         gc.freeze()
         gc.enable()
     if not alone:
-        for sandbox in started.values():
-            sandbox.close()
+        _close_all(started.values())
         return None
     return started
 
