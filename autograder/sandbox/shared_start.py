@@ -25,6 +25,7 @@ import os
 import signal
 import tempfile
 import threading
+import time
 from typing import Callable
 
 from .levels import SCRUBBED_ENV
@@ -66,12 +67,19 @@ def other_threads() -> str | None:
     "native" (such as a numerical library's pool) or why it cannot be known."""
     if threading.active_count() != 1:
         return "python"
-    try:
-        if len(os.listdir("/proc/self/task")) != 1:
+    # A thread that was just joined can still be listed for a moment: `join` returns when the
+    # thread's Python part is done, before its native exit. Give such a thread a few ms to go
+    # (and a pool that stays costs only that) rather than fork beside its exit.
+    deadline = time.monotonic() + 0.02
+    while True:
+        try:
+            if len(os.listdir("/proc/self/task")) == 1:
+                return None
+        except OSError:
+            return "no /proc"
+        if time.monotonic() > deadline:
             return "native"
-    except OSError:
-        return "no /proc"
-    return None
+        time.sleep(0.001)
 
 
 def without_pools_at_load(load: Callable[[], object]) -> None:

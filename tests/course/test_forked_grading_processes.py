@@ -135,6 +135,28 @@ def test_the_grader_forks_its_grading_processes_only_when_alone():
     assert "alone: [0, 1] True True 1 False" in r.stdout
 
 
+def test_a_thread_just_joined_does_not_count_as_running():
+    """`join` returns before the thread's native exit, so it can still be listed for a moment:
+    a class run that had joined a thread just before would spawn its grading processes (or, had
+    it not looked, fork beside that exit)."""
+    r = _python("""
+        import threading
+        from autograder.sandbox.shared_start import other_threads
+
+        seen = []
+        for _ in range(2000):
+            stop = threading.Event()
+            helper = threading.Thread(target=stop.wait)
+            helper.start()
+            stop.set()
+            helper.join()
+            seen.append(other_threads())
+        print("not alone:", len([s for s in seen if s is not None]))
+        """)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "not alone: 0" in r.stdout
+
+
 def test_a_command_line_ends_as_an_exit_would():
     """Without torch's teardown, but with its status, its output, its `atexit` functions and
     its threads joined."""
